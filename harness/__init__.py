@@ -1,0 +1,16 @@
+"""hpml-harness: one timing and communication-profiling protocol for HPML workloads.
+
+Everything a plugin author needs is importable from here::
+
+    from harness import hookimpl, Workload, Backend, Param, Claim
+"""
+from __future__ import annotations
+
+from harness.backend import Backend, Verification
+from harness.hookspecs import hookimpl
+from harness.params import Param
+from harness.workload import Claim, Workload
+
+__version__ = "0.1.0"
+
+__all__ = ["hookimpl", "Workload", "Backend", "Verification", "Param", "Claim", "__version__"]

@@ -1,0 +1,47 @@
+"""The ``harness`` command: one module per verb under ``harness.commands``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness import __version__
+from harness.commands import info, list_, run, show
+from harness.errors import UsageError
+
+VERBS = (run, list_, info, show)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own errors: one line, exit 2
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="harness", description=(
+        "Benchmark HPML workloads under one timing and communication-profiling protocol, "
+        "verify which compute library really ran, and record comparable results."))
+    parser.add_argument("--version", action="version", version=f"hpml-harness {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=_Parser)
+    for verb in VERBS:
+        verb.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        return int(args.func(args))
+    except UsageError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("harness: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

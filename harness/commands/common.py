@@ -1,0 +1,42 @@
+"""Helpers shared by the verbs: the console, the registry with its problems, this machine."""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from rich.console import Console
+
+from harness.hardware.fingerprint import fingerprint
+from harness.hardware.profiles import Profile, load_profiles, match_profile
+from harness.registry import Problem, Registry, build_registry
+
+import sys
+
+# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
+_WIDTH = None if sys.stdout.isatty() else 160
+console = Console(highlight=False, width=_WIDTH)
+err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> Registry:
+    return build_registry()
+
+
+def profiles() -> tuple[dict[str, Profile], list[Problem]]:
+    return load_profiles(registry().profile_dirs)
+
+
+def machine() -> tuple[dict[str, Any], dict[str, Any]]:
+    """This machine's fingerprint and the profile it matches."""
+    fp = fingerprint()
+    found, _ = profiles()
+    return fp, match_profile(fp, found)
+
+
+def warn_problems(problems: list[Problem]) -> None:
+    if problems:
+        err_console.print(f"[yellow]warning:[/] {len(problems)} plugin problem(s); "
+                          "`harness list` shows them:")
+        for p in problems:
+            err_console.print(f"  {p.source}: {p.reason}", markup=False)

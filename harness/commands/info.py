@@ -1,0 +1,67 @@
+"""``harness info``: this machine's fingerprint, its matched profile, and the backends here."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.table import Table
+
+from harness.commands.common import console, machine, registry
+from harness.launch.mpi import find_mpiexec, flavour
+from harness.provenance import numerics_environment, software
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="show this machine, its hardware profile and the backends")
+    p.add_argument("--json", action="store_true", help="print everything as JSON")
+    p.set_defaults(func=main)
+
+
+def _backend_rows() -> list[dict[str, str]]:
+    reg = registry()
+    rows = []
+    for name, b in sorted(reg.backends.items()):
+        ok, why = b.available()
+        rows.append({"name": name, "available": "yes" if ok else "no",
+                     "drives": ",".join(b.frameworks()), "reason": why,
+                     "source": reg.source("backend", name)})
+    return rows
+
+
+def main(args: argparse.Namespace) -> int:
+    import os
+
+    fp, profile = machine()
+    mpiexec = find_mpiexec()
+    mpi = {"mpiexec": str(mpiexec) if mpiexec else None, "flavour": flavour(mpiexec) if mpiexec else None}
+    env = numerics_environment(os.environ)
+    if args.json:
+        print(json.dumps({"hardware": fp, "profile": profile, "mpi": mpi, "environment": env,
+                          "software": software(), "backends": _backend_rows()}, indent=2))
+        return 0
+    cpu = fp["cpu"]
+    caches = ", ".join(f"L{c['level']}{(c['type'] or '')[:1].lower()} {c['size_bytes'] // 1024} KiB"
+                       for c in cpu["caches"] if c["size_bytes"])
+    t = Table(title="this machine", title_justify="left", show_header=False)
+    t.add_column("key")
+    t.add_column("value", overflow="fold")
+    for key, value in [
+        ("host", fp["hostname"]), ("arch", fp["arch"]), ("cpu", f"{cpu['model']} ({cpu['vendor']})"),
+        ("cores", f"{cpu['physical_cores']} physical, {cpu['logical_cpus']} logical, "
+                  f"{cpu['usable_cpus']} usable, {cpu['sockets']} socket(s)"),
+        ("max MHz", str(cpu["max_mhz"])), ("ISA flags", " ".join(cpu["flags"])), ("caches", caches),
+        ("memory", f"{fp['memory_bytes'] / 2**30:.1f} GiB"),
+        ("GPUs", ", ".join(g["name"] for g in fp["gpus"]) or "none"),
+        ("profile", profile["name"] or f"unmatched ({profile['reason']})"),
+        ("mpiexec", f"{mpi['mpiexec']} ({mpi['flavour']})" if mpiexec else "none: pip install 'hpml-harness[mpi]'"),
+        ("numerics env", " ".join(f"{k}={v}" for k, v in env.items()) or "(none set)"),
+    ]:
+        t.add_row(key, value)
+    console.print(t)
+    b = Table(title="backends", title_justify="left")
+    for col in ("name", "available", "drives", "reason", "source"):
+        b.add_column(col, overflow="fold")
+    for row in _backend_rows():
+        b.add_row(*row.values())
+    console.print(b)
+    return 0

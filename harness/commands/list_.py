@@ -1,0 +1,87 @@
+"""``harness list``: what the plugins provide, where each thing comes from, and what is broken."""
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from harness.commands.common import console, profiles, registry
+from harness.plan import read_suite
+from harness.errors import UsageError
+
+KINDS = ("workloads", "backends", "suites", "profiles")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("list", help="list workloads, backends, suites, profiles and plugin problems")
+    p.add_argument("kind", nargs="?", choices=KINDS + ("all",), default="all")
+    p.set_defaults(func=main)
+
+
+def _workloads() -> Table:
+    reg = registry()
+    t = Table(title="workloads", title_justify="left")
+    for col in ("name", "source", "paper", "frameworks", "sizes", "params"):
+        t.add_column(col, overflow="fold")
+    for name, w in sorted(reg.workloads.items()):
+        params = ", ".join(f"{k}:{p.describe()}" for k, p in w.params.items())
+        t.add_row(name, reg.source("workload", name), w.paper, ",".join(w.frameworks),
+                  ",".join(w.sizes), params)
+    return t
+
+
+def _backends() -> Table:
+    reg = registry()
+    t = Table(title="backends", title_justify="left")
+    for col in ("name", "source", "available", "drives", "reason"):
+        t.add_column(col, overflow="fold")
+    for name, b in sorted(reg.backends.items()):
+        ok, why = b.available()
+        t.add_row(name, reg.source("backend", name), "yes" if ok else "no",
+                  ",".join(b.frameworks()), why)
+    return t
+
+
+def _suites() -> Table:
+    t = Table(title="suites", title_justify="left")
+    for col in ("name", "path", "description"):
+        t.add_column(col, overflow="fold")
+    for d in registry().suite_dirs:
+        for path in sorted(d.glob("*.toml")):
+            try:
+                desc = read_suite(path).get("description", "")
+            except UsageError as exc:
+                desc = f"BROKEN: {exc}"
+            t.add_row(path.stem, str(path), desc)
+    return t
+
+
+def _profiles() -> tuple[Table, list]:
+    found, problems = profiles()
+    t = Table(title="hardware profiles", title_justify="left")
+    for col in ("name", "path", "description"):
+        t.add_column(col, overflow="fold")
+    for name, p in sorted(found.items()):
+        t.add_row(name, str(p.path), p.description)
+    return t, problems
+
+
+def main(args: argparse.Namespace) -> int:
+    kinds = KINDS if args.kind == "all" else (args.kind,)
+    problems = list(registry().problems)
+    for kind in kinds:
+        if kind == "profiles":
+            table, profile_problems = _profiles()
+            problems += profile_problems
+        else:
+            table = {"workloads": _workloads, "backends": _backends, "suites": _suites}[kind]()
+        console.print(table)
+    if problems:
+        t = Table(title="plugin problems (these are not usable; everything else is)",
+                  title_justify="left", title_style="bold red")
+        t.add_column("source", overflow="fold")
+        t.add_column("reason", overflow="fold")
+        for p in problems:
+            t.add_row(p.source, p.reason)
+        console.print(t)
+    return 0

@@ -1,0 +1,180 @@
+"""``harness run``: plan the cases, run each in its own child process, append records."""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import pathlib
+import shutil
+import signal
+import uuid
+from collections import Counter
+from typing import Any
+
+from harness.commands.common import console, err_console, machine, registry, warn_problems
+from harness.errors import UsageError
+from harness.execute import Session, execute
+from harness.plan import Overrides, expand, find_suite, parse_param_options, read_suite
+from harness.results.store import RESULTS_NAME, append_record, read_records
+from harness.workload import SIZES
+
+STATUS_STYLE = {"ok": "green", "skipped": "yellow", "failed": "red", "timeout": "red"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run a suite or one workload",
+                       description="Run every case of a suite (or one workload) and append one "
+                                   "record per case to OUT/results.jsonl.")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--suite", help="suite name (see `harness list suites`) or path to a suite TOML")
+    what.add_argument("--workload", help="one workload name, or several separated by commas")
+    p.add_argument("--backend", help="compute backend to request and verify (default: none requested, "
+                                     "what runs is recorded)")
+    p.add_argument("--size", choices=SIZES, help="named problem size (default: the suite's or workload's)")
+    p.add_argument("--ranks", help="MPI ranks, e.g. 2 or 1,2,4 (default: the workload's)")
+    p.add_argument("--threads", type=int, help="threads per rank (default: 1 under MPI, all CPUs otherwise)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=V[,V2]",
+                   help="set or sweep a workload parameter; repeatable")
+    p.add_argument("--repeats", type=int, help="measured repeats per case (default 5)")
+    p.add_argument("--warmup", type=int, help="discarded warmup repeats per case (default 1)")
+    p.add_argument("--timeout", type=float, help="seconds before a case is killed (default 900)")
+    p.add_argument("--out", default="results", help="results folder (default: ./results)")
+    p.add_argument("--resume", action="store_true",
+                   help="skip cases already recorded as ok in OUT/results.jsonl")
+    p.set_defaults(func=main)
+
+
+def _ranks(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"--ranks {text!r}: expected integers such as 2 or 1,2,4") from None
+    if not values or min(values) < 1:
+        raise UsageError(f"--ranks {text!r}: ranks must be >= 1")
+    return values
+
+
+def _check_positive(args: argparse.Namespace) -> None:
+    for name, minimum in (("threads", 1), ("repeats", 1), ("warmup", 0), ("timeout", 0.001)):
+        value = getattr(args, name)
+        if value is not None and value < minimum:
+            raise UsageError(f"--{name} {value}: must be >= {minimum:g}")
+
+
+def prepare_out(out: str) -> pathlib.Path:
+    """Create the results folder and prove the results file can be appended to."""
+    path = pathlib.Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with open(path / RESULTS_NAME, "a"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write results there ({exc.strerror}); "
+                         "choose a writable folder") from None
+    return path
+
+
+def _entries(args: argparse.Namespace) -> list[dict[str, Any]]:
+    if args.suite:
+        return read_suite(find_suite(args.suite, registry()))["case"]
+    names = [n.strip() for n in args.workload.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--workload: give at least one workload name")
+    return [{"workload": names}]
+
+
+def _summary_line(record: dict[str, Any]) -> str:
+    stats = record.get("stats") or {}
+    bits = []
+    if stats.get("median") is not None:
+        lo, hi = stats["ci95"]
+        bits.append(f"median {stats['median']:.4g} s [{lo:.4g}, {hi:.4g}]")
+    claims = record.get("claims") or []
+    if claims:
+        bits.append(f"claims {sum(1 for c in claims if c['passed'])}/{len(claims)}")
+    if record["reason"]:
+        bits.append(record["reason"].splitlines()[0][:160])
+    return "  ".join(bits)
+
+
+def main(args: argparse.Namespace) -> int:
+    _check_positive(args)
+    reg = registry()
+    warn_problems(reg.problems)
+    overrides = Overrides(size=args.size, backend=args.backend, ranks=_ranks(args.ranks),
+                          threads=args.threads, repeats=args.repeats, warmup=args.warmup,
+                          timeout=args.timeout, params=parse_param_options(args.param))
+    cases = expand(_entries(args), reg, overrides)
+    if not cases:
+        raise UsageError("the selection has no cases (is any workload registered? `harness list`)")
+    out = prepare_out(args.out)
+    results_file = out / RESULTS_NAME
+
+    done: set[str] = set()
+    if args.resume:
+        previous, problems = read_records(results_file)
+        done = {r["case_id"] for r in previous if r["status"] == "ok"}
+        for p in problems:
+            err_console.print(f"[yellow]warning:[/] {p}", markup=False)
+    todo = [c for c in cases if c.case_id not in done]
+    if done:
+        console.print(f"resume: {len(cases) - len(todo)} of {len(cases)} cases already ok, {len(todo)} to run")
+
+    fp, profile = machine()
+    run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile)
+    console.print(f"run {run_id}: {len(todo)} case(s) on {fp['cpu']['model']} "
+                  f"(profile: {profile['name'] or 'unmatched'}) -> {results_file}")
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    counts: Counter[str] = Counter()
+    width = len(str(len(todo)))
+    for i, case in enumerate(todo, 1):
+        prefix = f"[{i:>{width}}/{len(todo)}] {case.label}"
+        if console.is_terminal:
+            with console.status(f"{prefix} running (timeout {case.timeout:g} s)"):
+                record = execute(case, session)
+        else:
+            record = execute(case, session)
+        append_record(results_file, record)
+        for problem in reg.notify_case_finished(record):
+            err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
+        counts[record["status"]] += 1
+        style = STATUS_STYLE[record["status"]]
+        console.print(f"{prefix} [{style}]{record['status']}[/] {record['duration_s']:.1f}s "
+                      f"{_summary_line(record)}", markup=True, soft_wrap=True)
+    _cleanup(session)
+    total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    console.print(f"done: {total or 'nothing to do'}; records in {results_file}")
+    if todo and counts["skipped"] == len(todo):
+        reasons = sorted({r for r in _skip_reasons(results_file, run_id)})
+        err_console.print(f"harness: error: nothing ran: all {len(todo)} case(s) were skipped "
+                          f"({'; '.join(reasons)[:300]})", markup=False)
+        return 2
+    return 1 if counts["failed"] or counts["timeout"] else 0
+
+
+def _skip_reasons(path: pathlib.Path, run_id: str) -> list[str]:
+    records, _ = read_records(path)
+    return [r["reason"] for r in records if r["run_id"] == run_id and r["status"] == "skipped"]
+
+
+def _cleanup(session: Session) -> None:
+    """Remove the work folders of ok cases; failed ones keep spec and error files for debugging."""
+    work = session.work_dir
+    if not work.is_dir():
+        return
+    for case_dir in work.iterdir():
+        if not any(case_dir.glob("*.error")) and (case_dir / "result.json").is_file():
+            shutil.rmtree(case_dir, ignore_errors=True)
+    try:
+        work.rmdir()
+        work.parent.rmdir()
+    except OSError:
+        pass
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

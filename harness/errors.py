@@ -1,0 +1,18 @@
+"""Errors the CLI turns into a one-line message and exit status 2."""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class UsageError(Exception):
+    """Bad input from the user: unknown names, malformed files, wrong values (exit status 2)."""
+
+
+def did_you_mean(kind: str, name: str, known: Iterable[str]) -> UsageError:
+    """Build an error for an unknown ``name`` of ``kind`` that suggests the closest known names."""
+    known = sorted(known)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    listing = f" (known: {', '.join(known)})" if known else " (none are registered)"
+    return UsageError(f"unknown {kind} {name!r}{hint}{listing if not close else ''}")

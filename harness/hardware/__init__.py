@@ -1,0 +1,1 @@
+"""This machine's fingerprint and the hardware profile it matches."""

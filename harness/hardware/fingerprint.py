@@ -1,0 +1,168 @@
+"""A fingerprint of this machine, read from sysfs, /proc and (once, cached) py-cpuinfo.
+
+py-cpuinfo takes over a second and gets cache sizes wrong on recent CPUs, so caches
+come from sysfs and py-cpuinfo is called at most once per boot (cached on disk).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import pathlib
+import platform
+import re
+import shutil
+import socket
+import subprocess
+from typing import Any
+
+INTERESTING_FLAGS = re.compile(
+    r"^(sse4_2|avx|avx2|fma|f16c|avx512\w*|amx\w*|avx_vnni|asimd\w*|neon|sve\w*|sme\w*|vsx|altivec|vmx)$")
+SYSFS_CPU = pathlib.Path("/sys/devices/system/cpu")
+
+
+def _read(path: pathlib.Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _size_bytes(text: str | None) -> int | None:
+    if not text:
+        return None
+    m = re.fullmatch(r"(\d+)\s*([KMG]?)", text.upper())
+    if not m:
+        return None
+    return int(m.group(1)) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2)]
+
+
+def read_caches(cpu_dir: pathlib.Path = SYSFS_CPU / "cpu0") -> list[dict[str, Any]]:
+    """Caches of one CPU from sysfs: level, type, size in bytes and how many CPUs share it."""
+    caches = []
+    for index in sorted(cpu_dir.glob("cache/index*")):
+        shared = _read(index / "shared_cpu_list") or ""
+        caches.append({
+            "level": int(_read(index / "level") or 0),
+            "type": _read(index / "type"),
+            "size_bytes": _size_bytes(_read(index / "size")),
+            "line_bytes": int(_read(index / "coherency_line_size") or 0) or None,
+            "shared_cpu_list": shared,
+        })
+    return caches
+
+
+def count_sockets(cpu_root: pathlib.Path = SYSFS_CPU) -> int | None:
+    ids = {_read(p) for p in cpu_root.glob("cpu[0-9]*/topology/physical_package_id")}
+    ids.discard(None)
+    return len(ids) or None
+
+
+def _proc_cpuinfo() -> dict[str, str]:
+    fields: dict[str, str] = {}
+    try:
+        text = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return fields
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                break  # first processor is enough
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip().lower(), value.strip())
+    return fields
+
+
+def _cache_dir() -> pathlib.Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(pathlib.Path.home() / ".cache")
+    return pathlib.Path(base) / "hpml-harness"
+
+
+@functools.lru_cache(maxsize=1)
+def py_cpuinfo() -> dict[str, Any]:
+    """py-cpuinfo's answer, computed once per boot and kept in the user's cache folder."""
+    boot = _read(pathlib.Path("/proc/sys/kernel/random/boot_id")) or "unknown"
+    cache = _cache_dir() / f"cpuinfo-{boot}.json"
+    try:
+        return json.loads(cache.read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        import cpuinfo
+        info = {k: v for k, v in cpuinfo.get_cpu_info().items()
+                if isinstance(v, (str, int, float, list))}
+    except Exception as exc:  # noqa: BLE001 - fingerprinting must never stop a run
+        return {"error": repr(exc)}
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(info))
+    except OSError:
+        pass
+    return info
+
+
+def _gpus() -> list[dict[str, str]]:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "--query-gpu=name,memory.total,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    gpus = []
+    for line in out.stdout.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3:
+            gpus.append({"vendor": "nvidia", "name": parts[0], "memory": parts[1], "driver": parts[2]})
+    return gpus
+
+
+def _cgroup_cpu_limit() -> float | None:
+    text = _read(pathlib.Path("/sys/fs/cgroup/cpu.max"))
+    if not text or text.startswith("max"):
+        return None
+    quota, _, period = text.partition(" ")
+    try:
+        return int(quota) / int(period)
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def fingerprint() -> dict[str, Any]:
+    """The machine as a record fragment: cpu, caches, memory, gpus, os."""
+    import psutil
+
+    proc = _proc_cpuinfo()
+    info = py_cpuinfo()
+    flags_src = proc.get("flags") or proc.get("features") or " ".join(info.get("flags", []))
+    flags = sorted({f for f in flags_src.split() if INTERESTING_FLAGS.match(f)})
+    model = (proc.get("model name") or proc.get("cpu") or info.get("brand_raw")
+             or platform.processor() or "unknown")
+    freq = psutil.cpu_freq()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    return {
+        "hostname": socket.gethostname(),
+        "arch": platform.machine(),
+        "os": platform.platform(),
+        "cpu": {
+            "model": model,
+            "vendor": proc.get("vendor_id") or info.get("vendor_id_raw") or "",
+            "flags": flags,
+            "logical_cpus": os.cpu_count(),
+            "usable_cpus": usable,
+            "cgroup_cpu_limit": _cgroup_cpu_limit(),
+            "physical_cores": psutil.cpu_count(logical=False),
+            "sockets": count_sockets(),
+            "max_mhz": (freq.max or freq.current) if freq else None,
+            "advertised_hz": info.get("hz_advertised_friendly"),
+            "caches": read_caches(),
+        },
+        "memory_bytes": psutil.virtual_memory().total,
+        "gpus": _gpus(),
+    }

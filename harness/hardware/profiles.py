@@ -1,0 +1,78 @@
+"""Hardware profiles (one node type per TOML file) and matching this machine against them.
+
+A profile's ``[match]`` table says how to recognise the node: ``arch``, a ``model_regex``
+searched in the CPU model string, ``flags`` that must all be present, ``gpu_regex``.
+The most specific matching profile wins; no match is recorded as unmatched, not an error.
+"""
+from __future__ import annotations
+
+import pathlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.registry import Problem
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: pathlib.Path
+    description: str = ""
+    match: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def score(self, fp: dict[str, Any]) -> int | None:
+        """How many criteria this machine meets, or None when one fails (or none are given)."""
+        m, score = self.match, 0
+        if "arch" in m:
+            if fp.get("arch") != m["arch"]:
+                return None
+            score += 1
+        if "model_regex" in m:
+            if not re.search(m["model_regex"], fp.get("cpu", {}).get("model", ""), re.I):
+                return None
+            score += 2
+        if "flags" in m:
+            if not set(m["flags"]) <= set(fp.get("cpu", {}).get("flags", [])):
+                return None
+            score += 1
+        if "gpu_regex" in m:
+            if not any(re.search(m["gpu_regex"], g.get("name", ""), re.I) for g in fp.get("gpus", [])):
+                return None
+            score += 2
+        return score or None
+
+
+def load_profiles(dirs: list[pathlib.Path]) -> tuple[dict[str, Profile], list[Problem]]:
+    """Read every ``*.toml`` in ``dirs``; a malformed file is a Problem, the rest still load."""
+    profiles: dict[str, Profile] = {}
+    problems: list[Problem] = []
+    for d in dirs:
+        for path in sorted(d.glob("*.toml")):
+            try:
+                data = tomllib.loads(path.read_text())
+                name = data.get("name", path.stem)
+                match = data.get("match", {})
+                if not isinstance(match, dict):
+                    raise ValueError("[match] must be a table")
+            except (OSError, ValueError) as exc:
+                problems.append(Problem(str(path), f"cannot read profile: {exc}"))
+                continue
+            if name in profiles:
+                problems.append(Problem(str(path), f"duplicate profile {name!r} (also {profiles[name].path})"))
+                continue
+            profiles[name] = Profile(name, path, data.get("description", ""), match, data)
+    return profiles, problems
+
+
+def match_profile(fp: dict[str, Any], profiles: dict[str, Profile]) -> dict[str, Any]:
+    """The best-matching profile as a record fragment: {"name", "path", "score"} or unmatched."""
+    scored = [(p.score(fp), p) for p in profiles.values()]
+    scored = [(s, p) for s, p in scored if s is not None]
+    if not scored:
+        return {"name": None, "path": None, "score": 0,
+                "reason": f"no profile matches {fp.get('cpu', {}).get('model', '?')!r} ({fp.get('arch')})"}
+    s, best = max(scored, key=lambda sp: (sp[0], sp[1].name))
+    return {"name": best.name, "path": str(best.path), "score": s, "reason": ""}

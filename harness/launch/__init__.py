@@ -1,0 +1,1 @@
+"""Launching a case's child process: a local process or ``mpiexec -n R``."""

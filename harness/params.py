@@ -1,0 +1,82 @@
+"""Typed workload parameters: defaults, parsing from the command line, validation."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import UsageError
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One typed parameter of a workload.
+
+    ``type`` is one of ``int``, ``float``, ``str``, ``bool``. Bounds and choices are
+    checked for every value, whether it comes from a size, a suite or ``--param``.
+    """
+
+    type: type
+    default: Any
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: Sequence[Any] | None = None
+    help: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.type not in (int, float, str, bool):
+            raise TypeError(f"Param type must be int, float, str or bool, not {self.type!r}")
+
+    def parse(self, text: str, name: str = "param") -> Any:
+        """Convert command-line text to this parameter's type, then validate it."""
+        text = text.strip()
+        try:
+            if self.type is bool:
+                low = text.lower()
+                if low not in _TRUE | _FALSE:
+                    raise ValueError(text)
+                value: Any = low in _TRUE
+            else:
+                value = self.type(text)
+        except ValueError:
+            raise UsageError(
+                f"param {name}={text!r}: expected {self.type.__name__}"
+                f"{self._range_text()}"
+            ) from None
+        return self.validate(value, name)
+
+    def validate(self, value: Any, name: str = "param") -> Any:
+        """Return ``value`` coerced to the type, or raise :class:`UsageError` naming the fix."""
+        if isinstance(value, str) and self.type is not str:
+            return self.parse(value, name)
+        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, self.type) or (self.type is int and isinstance(value, bool)):
+            raise UsageError(
+                f"param {name}={value!r}: expected {self.type.__name__}{self._range_text()}"
+            )
+        if self.minimum is not None and value < self.minimum:
+            raise UsageError(f"param {name}={value!r} is below the minimum {self.minimum}")
+        if self.maximum is not None and value > self.maximum:
+            raise UsageError(f"param {name}={value!r} is above the maximum {self.maximum}")
+        if self.choices is not None and value not in self.choices:
+            raise UsageError(
+                f"param {name}={value!r} is not one of {', '.join(map(str, self.choices))}"
+            )
+        return value
+
+    def _range_text(self) -> str:
+        if self.choices is not None:
+            return f" (one of {', '.join(map(str, self.choices))})"
+        lo = "" if self.minimum is None else f">= {self.minimum}"
+        hi = "" if self.maximum is None else f"<= {self.maximum}"
+        both = " and ".join(x for x in (lo, hi) if x)
+        return f" ({both})" if both else ""
+
+    def describe(self) -> str:
+        """One line for ``harness list``: type, default, range."""
+        return f"{self.type.__name__}={self.default!r}{self._range_text()}"

@@ -1,0 +1,180 @@
+"""From a suite (or one workload) and the command-line options to the list of cases.
+
+A suite is a TOML file with ``description`` and ``[[case]]`` tables. Each case table names
+``workload`` ("*" for every registered workload, a name, or a list) and optionally
+``size``, ``backend``, ``ranks``, ``threads``, ``repeats``, ``warmup``, ``timeout`` and a
+``[case.params]`` table; list values are swept (cartesian product).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import pathlib
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import UsageError, did_you_mean
+from harness.registry import Registry
+
+CASE_KEYS = {"workload", "size", "backend", "ranks", "threads", "repeats", "warmup", "timeout", "params"}
+SUITE_KEYS = {"description", "case"}
+DEFAULT_REPEATS = 5
+DEFAULT_WARMUP = 1
+DEFAULT_TIMEOUT_S = 900.0
+
+
+@dataclass
+class Case:
+    """One run of one workload: everything that decides its numbers."""
+
+    workload: str
+    size: str
+    params: dict[str, Any]
+    backend: str | None
+    ranks: int
+    threads: int
+    repeats: int
+    warmup: int
+    timeout: float
+    swept: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def case_id(self) -> str:
+        """Stable identity used by ``--resume``: every resolved param, backend, ranks, threads."""
+        params = json.dumps(self.params, sort_keys=True, separators=(",", ":"))
+        return f"{self.workload}[{self.size}]{params}@{self.backend or 'default'}/r{self.ranks}t{self.threads}"
+
+    @property
+    def label(self) -> str:
+        """Short name for progress lines: only what was set explicitly."""
+        extra = ",".join(f"{k}={v}" for k, v in self.swept.items())
+        return (f"{self.workload}[{self.size}]" + (f"{{{extra}}}" if extra else "")
+                + f" {self.backend or 'default'} r{self.ranks}t{self.threads}")
+
+
+@dataclass
+class Overrides:
+    """What the command line says; None means 'take the suite's or the default value'."""
+
+    size: str | None = None
+    backend: str | None = None
+    ranks: list[int] | None = None
+    threads: int | None = None
+    repeats: int | None = None
+    warmup: int | None = None
+    timeout: float | None = None
+    params: dict[str, list[str]] = field(default_factory=dict)
+
+
+def parse_param_options(options: list[str]) -> dict[str, list[str]]:
+    """``["msf=1,16", "dataset=x"]`` -> ``{"msf": ["1", "16"], "dataset": ["x"]}``."""
+    parsed: dict[str, list[str]] = {}
+    for opt in options:
+        key, sep, value = opt.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UsageError(f"--param {opt!r}: expected NAME=VALUE[,VALUE2...]")
+        parsed[key.strip()] = [v for v in value.split(",") if v.strip()]
+    return parsed
+
+
+def find_suite(name: str, registry: Registry) -> pathlib.Path:
+    """A suite by name (from the registered suite folders) or by path to a TOML file."""
+    path = pathlib.Path(name)
+    if path.suffix == ".toml" or os.sep in name:
+        if not path.is_file():
+            raise UsageError(f"suite file {name!r} does not exist")
+        return path
+    known = {p.stem: p for d in registry.suite_dirs for p in sorted(d.glob("*.toml"))}
+    if name not in known:
+        raise did_you_mean("suite", name, known)
+    return known[name]
+
+
+def read_suite(path: pathlib.Path) -> dict[str, Any]:
+    """Parse and check a suite file; every problem names the file and what to fix."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"suite {path}: malformed TOML: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"suite {path}: cannot read: {exc.strerror}") from None
+    unknown = set(data) - SUITE_KEYS
+    if unknown:
+        raise UsageError(f"suite {path}: unknown top-level keys {sorted(unknown)} (allowed: {sorted(SUITE_KEYS)})")
+    cases = data.get("case")
+    if not isinstance(cases, list) or not cases or not all(isinstance(c, dict) for c in cases):
+        raise UsageError(f"suite {path}: needs at least one [[case]] table")
+    for i, c in enumerate(cases, 1):
+        bad = set(c) - CASE_KEYS
+        if bad:
+            raise UsageError(f"suite {path}: case {i} has unknown keys {sorted(bad)} (allowed: {sorted(CASE_KEYS)})")
+        if "workload" not in c:
+            raise UsageError(f"suite {path}: case {i} has no 'workload' (a name, a list, or \"*\")")
+        if "params" in c and not isinstance(c["params"], dict):
+            raise UsageError(f"suite {path}: case {i}: 'params' must be a table")
+    return data
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _positive_int(value: Any, what: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UsageError(f"{what}={value!r}: expected an integer >= {minimum}")
+    return value
+
+
+def default_threads(ranks: int) -> int:
+    """One thread per rank under MPI; all usable CPUs for a single process."""
+    if ranks > 1:
+        return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) -> list[Case]:
+    """Turn case tables plus command-line overrides into validated cases."""
+    cases: list[Case] = []
+    used_cli_params: set[str] = set()
+    for entry in entries:
+        names = sorted(registry.workloads) if entry["workload"] == "*" else _as_list(entry["workload"])
+        for name in names:
+            workload = registry.workload(name)
+            size = cli.size or entry.get("size") or workload.default_size
+            backend = cli.backend or entry.get("backend")
+            if backend is not None:
+                registry.backend(backend)
+            ranks_list = cli.ranks or _as_list(entry.get("ranks", workload.default_ranks))
+            sweep: dict[str, list[Any]] = {k: _as_list(v) for k, v in entry.get("params", {}).items()}
+            for key, values in cli.params.items():
+                if key in workload.params:
+                    sweep[key] = [workload.params[key].parse(v, key) for v in values]
+                    used_cli_params.add(key)
+            for key in sweep:
+                if key not in workload.params:
+                    raise did_you_mean(f"param of workload {name!r}:", key, workload.params)
+            keys = list(sweep)
+            for ranks in ranks_list:
+                ranks = _positive_int(ranks, "ranks")
+                threads = _positive_int(cli.threads or entry.get("threads") or default_threads(ranks), "threads")
+                for combo in itertools.product(*(sweep[k] for k in keys)):
+                    swept = dict(zip(keys, combo))
+                    params = workload.resolve_params(size, swept)
+                    cases.append(Case(
+                        workload=name, size=size, params=params, backend=backend, ranks=ranks,
+                        threads=threads,
+                        repeats=_positive_int(cli.repeats or entry.get("repeats", DEFAULT_REPEATS), "repeats"),
+                        warmup=_positive_int(cli.warmup if cli.warmup is not None
+                                             else entry.get("warmup", DEFAULT_WARMUP), "warmup", 0),
+                        timeout=float(cli.timeout or entry.get("timeout", DEFAULT_TIMEOUT_S)),
+                        swept={k: params[k] for k in keys}))
+    unused = set(cli.params) - used_cli_params
+    if unused:
+        raise UsageError(f"--param {', '.join(sorted(unused))}: no selected workload has such a param "
+                         "(see `harness list workloads`)")
+    return cases

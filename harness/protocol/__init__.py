@@ -1,0 +1,1 @@
+"""The measurement protocol: phase clock, profiled communicator, statistics, run context."""

@@ -1,0 +1,58 @@
+"""What a workload sees while it runs: its parameters, the phase clock and the communicator."""
+from __future__ import annotations
+
+import pathlib
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.protocol.comm import ProfiledComm
+from harness.protocol.phases import PhaseClock, _Phase
+
+
+@dataclass
+class RunContext:
+    """Handed to ``Workload.setup``, ``run`` and ``teardown``.
+
+    ``comm`` is a :class:`ProfiledComm` over the case's MPI communicator (a real
+    single-process communicator when the case has one rank). ``state`` is a free dict
+    for the workload to keep data between setup and repeats.
+    """
+
+    params: dict[str, Any]
+    size: str
+    threads: int
+    artifact_dir: pathlib.Path
+    clock: PhaseClock
+    backend: str | None = None
+    repeat: int = 0
+    warmup: bool = False
+    state: dict[str, Any] = field(default_factory=dict)
+    _comm: ProfiledComm | None = None
+    _comm_error: str = ""
+
+    @property
+    def comm(self) -> ProfiledComm:
+        if self._comm is None:
+            raise RuntimeError(self._comm_error or "no MPI communicator in this case")
+        return self._comm
+
+    @property
+    def rank(self) -> int:
+        return self._comm.rank if self._comm is not None else 0
+
+    @property
+    def nranks(self) -> int:
+        return self._comm.size if self._comm is not None else 1
+
+    @property
+    def is_root(self) -> bool:
+        return self.rank == 0
+
+    def phase(self, name: str) -> _Phase:
+        """``with ctx.phase("compute"):`` charges the block's time to ``compute``."""
+        return self.clock.phase(name)
+
+    def log(self, message: str) -> None:
+        """A progress line on stderr, prefixed with the rank (the parent keeps the tail)."""
+        print(f"[rank {self.rank}] {message}", file=sys.stderr, flush=True)

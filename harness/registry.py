@@ -1,0 +1,182 @@
+"""Plugin discovery: a pluggy manager fed by the ``harness.plugins`` entry points.
+
+Each plugin's hooks are called one by one so that a plugin that fails to import,
+raises, or returns malformed objects is reported with the reason while the rest work.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import pathlib
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from harness import hookspecs
+from harness.backend import Backend
+from harness.errors import did_you_mean
+from harness.workload import SIZES, Workload
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A plugin (or one object of it) that could not be used, and why."""
+
+    source: str
+    reason: str
+
+
+@dataclass
+class Registry:
+    """Everything the plugins provide, keyed by name, with the source package of each."""
+
+    workloads: dict[str, Workload] = field(default_factory=dict)
+    backends: dict[str, Backend] = field(default_factory=dict)
+    profile_dirs: list[pathlib.Path] = field(default_factory=list)
+    suite_dirs: list[pathlib.Path] = field(default_factory=list)
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    manager: pluggy.PluginManager | None = None
+
+    def workload(self, name: str) -> Workload:
+        if name not in self.workloads:
+            raise did_you_mean("workload", name, self.workloads)
+        return self.workloads[name]
+
+    def backend(self, name: str) -> Backend:
+        if name not in self.backends:
+            raise did_you_mean("backend", name, self.backends)
+        return self.backends[name]
+
+    def source(self, kind: str, name: str) -> str:
+        return self.sources.get((kind, name), "?")
+
+    def notify_case_finished(self, record: dict[str, Any]) -> list[Problem]:
+        """Run every ``harness_case_finished`` hook; a failing hook is reported, never fatal."""
+        problems = []
+        if self.manager is None:
+            return problems
+        for impl in self.manager.hook.harness_case_finished.get_hookimpls():
+            try:
+                impl.function(record=record)
+            except Exception as exc:  # noqa: BLE001 - a reporter plugin must not stop a run
+                problems.append(Problem(impl.plugin_name, f"harness_case_finished raised {exc!r}"))
+        return problems
+
+
+def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list[tuple[str, object]]:
+    """Load the entry points of the group (all, or those labelled in ``only``)."""
+    loaded = []
+    for ep in importlib.metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP):
+        dist = ep.dist.name if ep.dist is not None else "?"
+        label = f"{dist}:{ep.name}"
+        if only is not None and label not in only:
+            continue
+        try:
+            loaded.append((label, ep.load()))
+        except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's problem
+            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            problems.append(Problem(label, f"failed to import {ep.value}: {last}"))
+    return loaded
+
+
+def _call(impl: pluggy.HookImpl, problems: list[Problem], hook: str) -> list[Any]:
+    try:
+        result = impl.function()
+    except Exception as exc:  # noqa: BLE001
+        problems.append(Problem(impl.plugin_name, f"{hook}() raised {exc!r}"))
+        return []
+    if result is None:
+        return []
+    if not isinstance(result, (list, tuple)):
+        problems.append(Problem(impl.plugin_name,
+                                f"{hook}() must return a list, got {type(result).__name__}"))
+        return []
+    return list(result)
+
+
+def _check_workload(obj: Any) -> tuple[Workload | None, str]:
+    if isinstance(obj, type) and issubclass(obj, Workload):
+        obj = obj()
+    if not isinstance(obj, Workload):
+        return None, f"expected a harness.Workload, got {type(obj).__name__}"
+    if not isinstance(obj.name, str) or not obj.name.isidentifier():
+        return None, f"workload name {obj.name!r} must be a Python identifier"
+    if type(obj).run is Workload.run:
+        return None, f"workload {obj.name!r} does not implement run(ctx)"
+    unknown = set(obj.sizes) - set(SIZES)
+    if unknown:
+        return None, f"workload {obj.name!r} has unknown sizes {sorted(unknown)} (allowed: {SIZES})"
+    if obj.default_size not in obj.sizes:
+        return None, f"workload {obj.name!r} default_size {obj.default_size!r} is not in its sizes"
+    for size, values in obj.sizes.items():
+        bad = set(values) - set(obj.params)
+        if bad:
+            return None, f"workload {obj.name!r} size {size!r} sets undeclared params {sorted(bad)}"
+    return obj, ""
+
+
+def _check_backend(obj: Any) -> tuple[Backend | None, str]:
+    if isinstance(obj, type) and issubclass(obj, Backend):
+        obj = obj()
+    if not isinstance(obj, Backend):
+        return None, f"expected a harness.Backend, got {type(obj).__name__}"
+    if not isinstance(obj.name, str) or not obj.name:
+        return None, "backend has no name"
+    return obj, ""
+
+
+def _check_dir(obj: Any) -> tuple[pathlib.Path | None, str]:
+    path = pathlib.Path(obj) if isinstance(obj, (str, pathlib.Path)) else None
+    if path is None or not path.is_dir():
+        return None, f"expected an existing folder, got {obj!r}"
+    return path, ""
+
+
+def build_registry(extra_plugins: list[tuple[str, object]] | None = None,
+                   entry_points: bool = True, only: set[str] | None = None) -> Registry:
+    """Discover plugins and collect what they provide.
+
+    ``only`` restricts loading to some plugin labels (the worker loads just the plugins of
+    its case); ``extra_plugins`` registers (label, plugin) pairs directly, for tests.
+    """
+    registry = Registry()
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    registry.manager = pm
+    plugins = (_entry_point_plugins(registry.problems, only) if entry_points else []) + list(extra_plugins or [])
+    for label, plugin in plugins:
+        try:
+            pm.register(plugin, name=label)
+        except Exception as exc:  # noqa: BLE001 - pluggy validation errors, double registration
+            registry.problems.append(Problem(label, f"cannot register: {exc}"))
+
+    collect = [
+        ("harness_workloads", "workload", _check_workload, registry.workloads),
+        ("harness_backends", "backend", _check_backend, registry.backends),
+    ]
+    for hook, kind, check, target in collect:
+        # pluggy calls the last registered first; reverse so registration order wins ties.
+        for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
+            for obj in _call(impl, registry.problems, hook):
+                item, why = check(obj)
+                if item is None:
+                    registry.problems.append(Problem(impl.plugin_name, why))
+                elif item.name in target:
+                    first = registry.sources[(kind, item.name)]
+                    registry.problems.append(Problem(
+                        impl.plugin_name, f"duplicate {kind} name {item.name!r} (already from {first}); ignored"))
+                else:
+                    target[item.name] = item
+                    registry.sources[(kind, item.name)] = impl.plugin_name
+    for hook, target in (("harness_hardware_profiles", registry.profile_dirs),
+                         ("harness_suite_dirs", registry.suite_dirs)):
+        for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
+            for obj in _call(impl, registry.problems, hook):
+                path, why = _check_dir(obj)
+                if path is None:
+                    registry.problems.append(Problem(impl.plugin_name, f"{hook}: {why}"))
+                elif path not in target:
+                    target.append(path)
+    return registry

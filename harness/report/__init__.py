@@ -1,0 +1,1 @@
+"""Report building: tables (show), later HTML/plots/compare."""

@@ -1,0 +1,196 @@
+"""The child process that runs one case: ``python -m harness.worker SPEC.json``.
+
+Under ``mpiexec -n R`` every rank runs this module. Each rank times its repeats and
+phases; rank 0 gathers the per-rank figures and writes one result JSON for the parent.
+A rank that raises writes its traceback beside the result and aborts the job, so the
+parent records the case as failed with the reason instead of waiting on a hang.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import resource
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+from harness.protocol.comm import ProfiledComm
+from harness.protocol.context import RunContext
+from harness.protocol.phases import PhaseClock
+
+
+def clean_metrics(metrics: Any) -> dict[str, Any]:
+    """Metrics as JSON: numbers, strings, booleans and lists of them; NaN/inf become None."""
+    if metrics is None:
+        return {}
+    if not isinstance(metrics, dict):
+        raise TypeError(f"run(ctx) must return a dict of metrics, got {type(metrics).__name__}")
+
+    def scalar(key: str, v: Any) -> Any:
+        if hasattr(v, "item") and callable(v.item):  # numpy scalars
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        raise TypeError(f"metric {key!r} has unsupported type {type(v).__name__}")
+
+    out: dict[str, Any] = {}
+    for key, value in metrics.items():
+        if isinstance(value, (list, tuple)) or (hasattr(value, "tolist") and getattr(value, "ndim", 0) == 1):
+            out[str(key)] = [scalar(key, v) for v in (value.tolist() if hasattr(value, "tolist") else value)]
+        else:
+            out[str(key)] = scalar(key, value)
+    return out
+
+
+def _generic_evidence() -> dict[str, Any]:
+    """What ran when no backend was requested: the thread pools threadpoolctl sees."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return {"threadpool_info": None, "note": "threadpoolctl is not installed"}
+    return {"threadpool_info": threadpoolctl.threadpool_info()}
+
+
+def _mpi_world(ranks: int) -> tuple[Any, str]:
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        if ranks > 1:
+            raise
+        return None, f"mpi4py is not usable here ({exc}): pip install 'hpml-harness[mpi]'"
+    world = MPI.COMM_WORLD
+    if world.Get_size() != ranks:
+        raise RuntimeError(
+            f"asked for {ranks} ranks but MPI started {world.Get_size()}: the mpiexec used "
+            "does not belong to the MPI library mpi4py loads")
+    return world, ""
+
+
+def _mpi_library() -> str | None:
+    try:
+        from mpi4py import MPI
+        return MPI.Get_library_version().strip().splitlines()[0]
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def run_case(spec: dict[str, Any]) -> None:
+    from harness.registry import build_registry
+
+    ranks = int(spec["ranks"])
+    world, comm_error = _mpi_world(ranks)
+    rank = world.Get_rank() if world is not None else 0
+    registry = build_registry(only=set(spec["plugins"]))
+    workload = registry.workload(spec["workload"])
+    backend = registry.backend(spec["backend"]) if spec.get("backend") else None
+
+    clock = PhaseClock()
+    comm = ProfiledComm(world, clock) if world is not None else None
+    artifact_dir = pathlib.Path(spec["artifact_dir"])
+    if rank == 0:
+        artifact_dir.mkdir(parents=True, exist_ok=True)
+    ctx = RunContext(params=spec["params"], size=spec["size"], threads=int(spec["threads"]),
+                     artifact_dir=artifact_dir, clock=clock, backend=spec.get("backend"),
+                     _comm=comm, _comm_error=comm_error)
+
+    if backend is not None:
+        backend.activate()
+    t_setup = time.perf_counter()
+    workload.setup(ctx)
+    setup_s = time.perf_counter() - t_setup
+    clock.take()
+
+    warmup, repeats = int(spec["warmup"]), int(spec["repeats"])
+    samples: list[float] = []
+    phase_samples: list[dict[str, dict[str, float]]] = []
+    metrics: dict[str, Any] = {}
+    metric_samples: dict[str, list[Any]] = {}
+    cpu0 = 0.0
+    for i in range(warmup + repeats):
+        measured = i >= warmup
+        if world is not None:
+            world.Barrier()
+        if i == warmup:
+            if comm is not None:
+                comm.reset()
+            cpu0 = time.process_time()
+        ctx.repeat, ctx.warmup = i - warmup, not measured
+        clock.take()
+        t0 = time.perf_counter()
+        metrics = clean_metrics(workload.run(ctx))
+        elapsed = time.perf_counter() - t0
+        phases = clock.take()
+        if measured:
+            samples.append(elapsed)
+            phase_samples.append(phases)
+            for key, value in metrics.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    metric_samples.setdefault(key, []).append(value)
+    cpu_s = time.process_time() - cpu0
+    workload.teardown(ctx)
+
+    if backend is not None:
+        v = backend.verify()
+        verification = {"ok": bool(v.ok), "library": v.library, "reason": v.reason,
+                        "warnings": list(v.warnings), "evidence": v.evidence}
+    else:
+        verification = {"ok": True, "library": "", "reason": "no backend requested",
+                        "warnings": [], "evidence": _generic_evidence()}
+
+    mine = {
+        "rank": rank,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "samples": samples,
+        "phases": phase_samples,
+        "comm": comm.profile() if comm is not None else {},
+        "setup_s": setup_s,
+        "cpu_s": cpu_s,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+    per_rank = world.gather(mine, root=0) if world is not None else [mine]
+    verifications = world.gather(verification, root=0) if world is not None else [verification]
+    if rank != 0:
+        return
+    result = {
+        "ranks": per_rank,
+        "metrics": metrics,
+        "metric_samples": metric_samples,
+        "verification": verifications[0],
+        "verification_per_rank_ok": [bool(v["ok"]) for v in verifications],
+        "mpi_library": _mpi_library(),
+    }
+    out = pathlib.Path(spec["result_path"])
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, out)
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(pathlib.Path(argv[1]).read_text())
+    try:
+        run_case(spec)
+    except BaseException:  # noqa: BLE001 - report everything, including SystemExit from plugins
+        rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "0"
+        err = pathlib.Path(f"{spec['result_path']}.rank{rank}.error")
+        err.write_text(traceback.format_exc())
+        sys.stderr.write(traceback.format_exc())
+        sys.stderr.flush()
+        if int(spec["ranks"]) > 1:
+            try:
+                from mpi4py import MPI
+                MPI.COMM_WORLD.Abort(3)
+            except Exception:  # noqa: BLE001
+                pass
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

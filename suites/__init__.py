@@ -1,0 +1,1 @@
+"""Suite TOML files shipped with hpml-harness (import name ``harness_suites``)."""
