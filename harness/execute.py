@@ -124,7 +124,7 @@ def _failure_reason(proc: ProcessResult, error_files: list[pathlib.Path], case: 
         return "failed", f"worker killed by signal {-code} ({_signal_name(-code)})"
     if code in (134, 139):
         return "failed", f"worker crashed (exit status {code}, {_signal_name(code - 128)})"
-    return "failed", f"worker exited with status {code} without a result (a rank died?)"
+    return "failed", f"worker exited with status {code} without a result: a rank died or exited early (see stderr_tail)"
 
 
 def _signal_name(num: int) -> str:

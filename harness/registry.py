@@ -18,6 +18,8 @@ from harness.backend import Backend
 from harness.errors import did_you_mean
 from harness.workload import SIZES, Workload
 
+BUILTIN_DISTRIBUTION = "hpml-harness"
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -66,9 +68,14 @@ class Registry:
 
 
 def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list[tuple[str, object]]:
-    """Load the entry points of the group (all, or those labelled in ``only``)."""
+    """Load the entry points of the group (all, or those labelled in ``only``).
+
+    Order is deterministic, so a duplicate name always resolves the same way: the
+    harness's own built-in plugins first, then by distribution and entry-point name.
+    """
     loaded = []
-    for ep in importlib.metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP):
+    eps = importlib.metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP)
+    for ep in sorted(eps, key=_entry_point_order):
         dist = ep.dist.name if ep.dist is not None else "?"
         label = f"{dist}:{ep.name}"
         if only is not None and label not in only:
@@ -79,6 +86,11 @@ def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
             problems.append(Problem(label, f"failed to import {ep.value}: {last}"))
     return loaded
+
+
+def _entry_point_order(ep: importlib.metadata.EntryPoint) -> tuple[bool, str, str]:
+    dist = ep.dist.name if ep.dist is not None else ""
+    return (dist != BUILTIN_DISTRIBUTION, dist, ep.name)
 
 
 def _call(impl: pluggy.HookImpl, problems: list[Problem], hook: str) -> list[Any]:
@@ -157,8 +169,8 @@ def build_registry(extra_plugins: list[tuple[str, object]] | None = None,
         ("harness_backends", "backend", _check_backend, registry.backends),
     ]
     for hook, kind, check, target in collect:
-        # pluggy calls the last registered first; reverse so registration order wins ties.
-        for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
+        # get_hookimpls() lists plugins in registration order: the first registered wins a name.
+        for impl in getattr(pm.hook, hook).get_hookimpls():
             for obj in _call(impl, registry.problems, hook):
                 item, why = check(obj)
                 if item is None:
@@ -172,7 +184,7 @@ def build_registry(extra_plugins: list[tuple[str, object]] | None = None,
                     registry.sources[(kind, item.name)] = impl.plugin_name
     for hook, target in (("harness_hardware_profiles", registry.profile_dirs),
                          ("harness_suite_dirs", registry.suite_dirs)):
-        for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
+        for impl in getattr(pm.hook, hook).get_hookimpls():
             for obj in _call(impl, registry.problems, hook):
                 path, why = _check_dir(obj)
                 if path is None:

@@ -11,6 +11,8 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from rich.markup import escape
+
 from harness.commands.common import console, err_console, machine, registry, warn_problems
 from harness.errors import UsageError
 from harness.execute import Session, execute
@@ -134,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
     for i, case in enumerate(todo, 1):
         prefix = f"[{i:>{width}}/{len(todo)}] {case.label}"
         if console.is_terminal:
-            with console.status(f"{prefix} running (timeout {case.timeout:g} s)"):
+            with console.status(f"{escape(prefix)} running (timeout {case.timeout:g} s)"):
                 record = execute(case, session)
         else:
             record = execute(case, session)
@@ -143,8 +145,8 @@ def main(args: argparse.Namespace) -> int:
             err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
         counts[record["status"]] += 1
         style = STATUS_STYLE[record["status"]]
-        console.print(f"{prefix} [{style}]{record['status']}[/] {record['duration_s']:.1f}s "
-                      f"{_summary_line(record)}", markup=True, soft_wrap=True)
+        console.print(f"{escape(prefix)} [{style}]{record['status']}[/] {record['duration_s']:.1f}s "
+                      f"{escape(_summary_line(record))}", soft_wrap=True)
     _cleanup(session)
     total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     console.print(f"done: {total or 'nothing to do'}; records in {results_file}")

@@ -1,0 +1,58 @@
+"""Shared fixtures: the test plugins installed with pip into a private folder, and a CLI runner."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TESTPLUGIN = ROOT / "tests" / "fixtures" / "testplugin"
+EXAMPLE_PLUGIN = ROOT / "examples" / "harness-example-plugin"
+
+
+def pip_install_target(target: pathlib.Path, *projects: pathlib.Path) -> None:
+    """Install plugin projects with pip into ``target`` (a folder put on PYTHONPATH), not the venv."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--target", str(target), *map(str, projects)],
+                   check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    target = tmp_path_factory.mktemp("plugins")
+    pip_install_target(target, TESTPLUGIN)
+    return target
+
+
+class Harness:
+    """Runs the real ``harness`` command in a child process with the test plugins visible."""
+
+    def __init__(self, pythonpath: list[pathlib.Path]) -> None:
+        self.pythonpath = pythonpath
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(map(str, self.pythonpath))
+        return env
+
+    def __call__(self, *args: str, timeout: float = 300, cwd: pathlib.Path | None = None
+                 ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "harness", *args], env=self.env(), text=True,
+                              capture_output=True, timeout=timeout, cwd=cwd)
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "harness", *args], env=self.env(), text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.fixture(scope="session")
+def harness_cli(plugin_dir: pathlib.Path) -> Harness:
+    return Harness([plugin_dir])
+
+
+def read_jsonl(path: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

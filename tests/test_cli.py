@@ -1,0 +1,135 @@
+"""The harness command end to end, in real child processes."""
+import json
+import os
+
+import pytest
+
+from conftest import read_jsonl
+from harness.results.schema import schema_errors
+
+
+def test_list_shows_sources_and_broken_plugins(harness_cli) -> None:
+    r = harness_cli("list")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "probe" in out and "harness-testplugin:probes" in out
+    assert "smoke" in out and "all" in out
+    assert "broken_import" in out and "no_such_module_for_harness_tests" in out
+    assert "duplicate workload name 'probe'" in out
+    assert "must return a list" in out
+
+
+def test_info_json_has_fingerprint_and_backends(harness_cli) -> None:
+    r = harness_cli("info", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["hardware"]["cpu"]["logical_cpus"] >= 1
+    assert info["hardware"]["cpu"]["caches"], "sysfs caches missing"
+    assert {b["name"] for b in info["backends"]} >= {"test_honest", "test_missing"}
+    missing = next(b for b in info["backends"] if b["name"] == "test_missing")
+    assert missing["available"] == "no" and "TEST_MISSING_DIR" in missing["reason"]
+    assert "OPENBLAS_CORETYPE" in info["environment"] or "OPENBLAS_CORETYPE" not in os.environ
+    assert harness_cli("info").returncode == 0
+
+
+@pytest.mark.mpi
+def test_run_records_protocol_one_and_two_ranks(harness_cli, tmp_path) -> None:
+    out = tmp_path / "res"
+    r = harness_cli("run", "--workload", "probe", "--ranks", "1,2", "--repeats", "3", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = read_jsonl(out / "results.jsonl")
+    assert [rec["launch"]["ranks"] for rec in records] == [1, 2]
+    for rec in records:
+        assert schema_errors(rec) == []
+        assert rec["status"] == "ok"
+        assert len(rec["samples"]) == 3 and rec["stats"]["n"] == 3
+        assert {"compute", "data", "comm"} <= set(rec["phases"])
+        assert rec["metrics"]["ranks_seen"] == rec["launch"]["ranks"]
+        # 1 warmup + 3 measured repeats ran; the metrics are the last repeat's
+        assert rec["metrics"]["runs"] == 4 and rec["metric_samples"]["runs"] == [2, 3, 4]
+        verdicts = [c["passed"] for c in rec["claims"]]
+        assert verdicts == [True, False, None]
+        assert rec["environment"]["OMP_NUM_THREADS"] == str(rec["launch"]["threads"])
+        assert rec["resources"]["peak_rss_bytes"]["max"] > 1e6
+        assert len(rec["system_load"]["before"]) == 3
+    two = records[1]
+    assert two["launch"]["launcher"] == "mpiexec" and two["launch"]["command"][1:3] == ["-n", "2"]
+    assert two["launch"]["threads"] == 1
+    ops = two["comm"]["ops"]
+    assert set(ops) >= {"Allreduce", "Bcast", "allreduce", "Barrier"}
+    allreduce = ops["Allreduce"]
+    assert [p["rank"] for p in allreduce["per_rank"]] == [0, 1]
+    assert all(p["calls"] == 3 and p["bytes"] == 3 * 8 for p in allreduce["per_rank"])
+    assert allreduce["calls"] == 6 and allreduce["bytes"] == 48
+    assert allreduce["seconds_max"] >= allreduce["seconds_mean"] > 0
+    assert two["comm"]["total"]["fraction_max"] > 0
+    assert len(two["phases"]["compute"]["per_rank_s"]) == 2
+    # one rank still has a real communicator
+    assert records[0]["comm"]["ranks"] == 1
+
+
+def test_show_prints_a_table(harness_cli, tmp_path) -> None:
+    out = tmp_path / "res"
+    assert harness_cli("run", "--workload", "probe", "--out", str(out), "--repeats", "3").returncode == 0
+    r = harness_cli("show", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "probe" in r.stdout and "ok" in r.stdout and "1/3" in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--workload", "prob"], "did you mean 'probe'"),
+    (["run", "--suite", "smok"], "did you mean 'smoke'"),
+    (["run", "--workload", "probe", "--backend", "test_honset"], "did you mean 'test_honest'"),
+    (["run", "--workload", "probe", "--param", "n=many"], "n='many': expected int"),
+    (["run", "--workload", "probe", "--param", "n=0"], "below the minimum"),
+    (["run", "--workload", "probe", "--param", "mode=loud"], "not one of plain, stop"),
+    (["run", "--workload", "probe", "--param", "colour=red"], "no selected workload has such a param"),
+    (["run", "--workload", "probe", "--ranks", "two"], "--ranks 'two'"),
+    (["run", "--workload", "probe", "--repeats", "0"], "--repeats 0"),
+    (["run"], "one of the arguments --suite --workload is required"),
+    (["show", "/no/such/results.jsonl"], "no such results file"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_input_one_line_exit_2(harness_cli, args, message) -> None:
+    r = harness_cli(*args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("harness: error:")]
+    assert len(errors) == 1 and message in errors[0], r.stderr
+
+
+def test_malformed_suite_file_exit_2(harness_cli, tmp_path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[case]\nworkload = 'probe'\n")
+    r = harness_cli("run", "--suite", str(bad), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "malformed TOML" in r.stderr and str(bad) in r.stderr
+
+
+def test_unwritable_out_exit_2_and_existing_results_kept(harness_cli, tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("keep me")
+    r = harness_cli("run", "--workload", "probe", "--out", str(blocker / "sub"))
+    assert r.returncode == 2 and "--out" in r.stderr
+    assert blocker.read_text() == "keep me"
+
+
+def test_every_case_skipped_is_exit_2_with_reason(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "probe", "--backend", "test_missing", "--out", str(tmp_path))
+    assert r.returncode == 2
+    assert "nothing ran" in r.stderr and "TEST_MISSING_DIR" in r.stderr
+    rec = read_jsonl(tmp_path / "results.jsonl")[0]
+    assert rec["status"] == "skipped" and "TEST_MISSING_DIR" in rec["reason"]
+
+
+def test_backend_that_does_not_verify_fails_the_case(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "probe", "--backend", "test_liar,", "--out", str(tmp_path))
+    assert r.returncode == 2  # a malformed backend name
+    r = harness_cli("run", "--workload", "probe", "--backend", "test_liar", "--out", str(tmp_path))
+    assert r.returncode == 1
+    rec = read_jsonl(tmp_path / "results.jsonl")[-1]
+    assert rec["status"] == "failed" and "reference-lib is loaded" in rec["reason"]
+    assert rec["backend"]["verified"] is False and rec["backend"]["evidence"] == {"loaded": "reference-lib"}
+    r = harness_cli("run", "--workload", "probe", "--backend", "test_honest", "--out", str(tmp_path))
+    assert r.returncode == 0
+    rec = read_jsonl(tmp_path / "results.jsonl")[-1]
+    assert rec["backend"]["verified"] is True and rec["backend"]["library"] == "honest-lib 1.0"
+    assert rec["backend"]["environment"]["TEST_BACKEND"] == "honest"

@@ -1,0 +1,30 @@
+import pytest
+
+from harness import Param
+from harness.errors import UsageError
+
+
+def test_parse_converts_and_validates() -> None:
+    p = Param(int, default=4, minimum=1, maximum=64)
+    assert p.parse("16", "msf") == 16
+    with pytest.raises(UsageError, match="msf='x': expected int"):
+        p.parse("x", "msf")
+    with pytest.raises(UsageError, match="below the minimum 1"):
+        p.parse("0", "msf")
+    with pytest.raises(UsageError, match="above the maximum 64"):
+        p.validate(65, "msf")
+
+
+def test_bool_float_and_choices() -> None:
+    assert Param(bool, default=False).parse("yes") is True
+    assert Param(bool, default=True).parse("off") is False
+    assert Param(float, default=0.1).validate(3) == 3.0
+    with pytest.raises(UsageError, match="not one of a, b"):
+        Param(str, default="a", choices=("a", "b")).validate("c", "mode")
+    with pytest.raises(UsageError, match="expected int"):
+        Param(int, default=1).validate(True, "n")
+
+
+def test_unsupported_type_is_rejected_at_declaration() -> None:
+    with pytest.raises(TypeError):
+        Param(list, default=[])

@@ -1,0 +1,77 @@
+"""The registry keeps working plugins usable and reports the broken ones with a reason."""
+import types
+
+from harness import Backend, Workload, hookimpl
+from harness.registry import build_registry
+
+
+class Good(Workload):
+    name = "good"
+
+    def run(self, ctx):
+        return {}
+
+
+class NoRun(Workload):
+    name = "norun"
+
+
+class GoodBackend(Backend):
+    name = "gb"
+
+
+def _plugin(**hooks):
+    mod = types.SimpleNamespace()
+    for name, fn in hooks.items():
+        setattr(mod, name, hookimpl(fn))
+    return mod
+
+
+def test_good_plugin_and_sources() -> None:
+    reg = build_registry([("pkg:good", _plugin(harness_workloads=lambda: [Good],
+                                               harness_backends=lambda: [GoodBackend()]))],
+                         entry_points=False)
+    assert set(reg.workloads) == {"good"} and set(reg.backends) == {"gb"}
+    assert reg.source("workload", "good") == "pkg:good"
+    assert reg.problems == []
+
+
+def test_broken_plugins_are_reported_and_others_survive() -> None:
+    def raises():
+        raise RuntimeError("boom")
+
+    reg = build_registry([
+        ("pkg:good", _plugin(harness_workloads=lambda: [Good()])),
+        ("pkg:raises", _plugin(harness_workloads=raises)),
+        ("pkg:notlist", _plugin(harness_workloads=lambda: Good())),
+        ("pkg:wrongtype", _plugin(harness_workloads=lambda: ["text"], harness_backends=lambda: [1])),
+        ("pkg:norun", _plugin(harness_workloads=lambda: [NoRun()])),
+        ("pkg:dup", _plugin(harness_workloads=lambda: [Good()])),
+        ("pkg:baddir", _plugin(harness_suite_dirs=lambda: ["/no/such/folder"])),
+    ], entry_points=False)
+    assert set(reg.workloads) == {"good"}
+    assert reg.source("workload", "good") == "pkg:good"  # first registered wins
+    reasons = {p.source: p.reason for p in reg.problems}
+    assert "raised RuntimeError('boom')" in reasons["pkg:raises"]
+    assert "must return a list" in reasons["pkg:notlist"]
+    assert "expected a harness" in reasons["pkg:wrongtype"]
+    assert "does not implement run" in reasons["pkg:norun"]
+    assert "duplicate workload name 'good'" in reasons["pkg:dup"]
+    assert "existing folder" in reasons["pkg:baddir"]
+
+
+def test_builtin_catalog_comes_through_entry_points() -> None:
+    reg = build_registry()
+    names = {p.stem for d in reg.suite_dirs for p in d.glob("*.toml")}
+    assert {"all", "smoke"} <= names
+    assert reg.source("workload", "nope") == "?"
+
+
+def test_did_you_mean() -> None:
+    reg = build_registry([("pkg:good", _plugin(harness_workloads=lambda: [Good()]))], entry_points=False)
+    try:
+        reg.workload("godo")
+    except Exception as exc:
+        assert "did you mean 'good'" in str(exc)
+    else:
+        raise AssertionError("unknown name accepted")

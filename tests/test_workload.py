@@ -1,0 +1,43 @@
+import pytest
+
+from harness import Claim, Param, Workload
+from harness.errors import UsageError
+
+
+class W(Workload):
+    name = "w"
+    params = {"n": Param(int, default=10, minimum=1), "mode": Param(str, default="a")}
+    sizes = {"smoke": {"n": 2}, "small": {}, "paper": {"n": 1000}}
+
+    def run(self, ctx):
+        return {}
+
+
+def test_resolve_params_layers_defaults_size_and_overrides() -> None:
+    w = W()
+    assert w.resolve_params("small", {}) == {"n": 10, "mode": "a"}
+    assert w.resolve_params("smoke", {}) == {"n": 2, "mode": "a"}
+    assert w.resolve_params("paper", {"n": 5}) == {"n": 5, "mode": "a"}
+    with pytest.raises(UsageError, match="did you mean 'mode'"):
+        w.resolve_params("small", {"mdoe": "b"})
+    with pytest.raises(UsageError, match="no size 'huge'"):
+        w.resolve_params("huge", {})
+
+
+def test_claim_verdicts() -> None:
+    c = Claim("acc", ">=", 0.9, paper_value=0.95, source="Table 2")
+    assert c.evaluate({"acc": 0.93})["passed"] is True
+    failed = c.evaluate({"acc": 0.5})
+    assert failed["passed"] is False and failed["measured"] == 0.5 and failed["paper_value"] == 0.95
+    missing = c.evaluate({})
+    assert missing["passed"] is None and "not reported" in missing["reason"]
+    assert c.evaluate({"acc": float("nan")})["passed"] is None
+    with pytest.raises(ValueError):
+        Claim("acc", "~", 1)
+
+
+def test_skip_reason_for_missing_package() -> None:
+    class Needs(W):
+        requires = ("no_such_package_abc",)
+    assert "no_such_package_abc" in Needs().skip_reason({}, 1)
+    assert W().skip_reason({}, 1) is None
