@@ -2,11 +2,15 @@
 
 Nesting is allowed (a ``comm`` call inside ``compute`` pauses ``compute``), so the
 phase totals of a repeat never double-count and sum to at most the repeat's wall time.
+Communication calls do not push a phase (too slow for an 8-byte Allreduce): they add
+their nanoseconds to ``comm_ns``, which is taken out of the enclosing phase at its boundary.
 Kept tiny because it sits on the hot path of every workload.
 """
 from __future__ import annotations
 
 from time import perf_counter
+
+COMM_PHASE = "comm"
 
 
 class _Phase:
@@ -27,11 +31,14 @@ class _Phase:
 class PhaseClock:
     """Accumulates exclusive seconds and entry counts per phase name."""
 
-    __slots__ = ("totals", "counts", "_stack", "_last", "_phases")
+    __slots__ = ("totals", "counts", "comm_ns", "comm_n", "_comm_seen", "_stack", "_last", "_phases")
 
     def __init__(self) -> None:
         self.totals: dict[str, float] = {}
         self.counts: dict[str, int] = {}
+        self.comm_ns = 0    # nanoseconds of profiled communication since the last take()
+        self.comm_n = 0     # number of profiled communication calls since the last take()
+        self._comm_seen = 0
         self._stack: list[str] = []
         self._last = perf_counter()
         self._phases: dict[str, _Phase] = {}
@@ -43,36 +50,35 @@ class PhaseClock:
             p = self._phases[name] = _Phase(self, name)
         return p
 
-    def enter(self, name: str) -> float:
-        now = perf_counter()
-        stack = self._stack
-        if stack:
-            top = stack[-1]
-            self.totals[top] = self.totals.get(top, 0.0) + (now - self._last)
-        stack.append(name)
-        self.counts[name] = self.counts.get(name, 0) + 1
+    def _charge(self, now: float) -> None:
+        """Charge the time since the last boundary, less the comm inside it, to the open phase."""
+        if self._stack:
+            top = self._stack[-1]
+            inner_comm = (self.comm_ns - self._comm_seen) * 1e-9
+            self.totals[top] = self.totals.get(top, 0.0) + (now - self._last - inner_comm)
+        self._comm_seen = self.comm_ns
         self._last = now
-        return now
 
-    def exit(self) -> float:
-        now = perf_counter()
-        name = self._stack.pop()
-        self.totals[name] = self.totals.get(name, 0.0) + (now - self._last)
-        self._last = now
-        return now
+    def enter(self, name: str) -> None:
+        self._charge(perf_counter())
+        self._stack.append(name)
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def exit(self) -> None:
+        self._charge(perf_counter())
+        self._stack.pop()
 
     def take(self) -> dict[str, dict[str, float]]:
         """Return {phase: {"seconds", "count"}} since the last take, and start afresh.
 
         Open phases are charged up to now and stay open.
         """
-        now = perf_counter()
-        if self._stack:
-            top = self._stack[-1]
-            self.totals[top] = self.totals.get(top, 0.0) + (now - self._last)
-        self._last = now
-        out = {name: {"seconds": secs, "count": self.counts.get(name, 0)}
-               for name, secs in self.totals.items()}
-        self.totals = {}
-        self.counts = {}
+        self._charge(perf_counter())
+        totals, counts = self.totals, self.counts
+        if self.comm_n:
+            totals[COMM_PHASE] = totals.get(COMM_PHASE, 0.0) + self.comm_ns * 1e-9
+            counts[COMM_PHASE] = counts.get(COMM_PHASE, 0) + self.comm_n
+        out = {name: {"seconds": secs, "count": counts.get(name, 0)} for name, secs in totals.items()}
+        self.totals, self.counts = {}, {}
+        self.comm_ns, self.comm_n, self._comm_seen = 0, 0, 0
         return out
