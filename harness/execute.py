@@ -14,7 +14,7 @@ import re
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.launch.mpi import find_mpiexec, mpi_command
@@ -39,6 +39,17 @@ class Session:
     hardware: dict[str, Any]
     profile: dict[str, Any]
     unstable_cov: float = UNSTABLE_COV
+    history: list[dict[str, Any]] = field(default_factory=list)  # ok records, for relative claims
+
+    def baseline_metrics(self, case: Case, relative_to: dict[str, Any]) -> dict[str, Any] | None:
+        """Metrics of the latest ok record that is ``case`` with ``relative_to`` params swapped in."""
+        want = dict(case.params, **relative_to)
+        for rec in reversed(self.history):
+            if (rec["workload"]["name"] == case.workload and rec["size"] == case.size
+                    and rec["params"] == want and rec["backend"]["requested"] == case.backend
+                    and rec["launch"]["ranks"] == case.ranks and rec["launch"]["threads"] == case.threads):
+                return rec["metrics"]
+        return None
 
     @property
     def work_dir(self) -> pathlib.Path:
@@ -204,7 +215,10 @@ def fill_from_result(record: dict[str, Any], result: dict[str, Any], case: Case,
     record["backend"].update(verified=v["ok"] if case.backend else None, library=v["library"],
                              evidence=v["evidence"], warnings=v["warnings"])
     workload = session.registry.workload(case.workload)
-    record["claims"] = [c.evaluate(record["metrics"]) for c in workload.claims]
+    record["claims"] = [
+        c.evaluate(record["metrics"], case.params,
+                   session.baseline_metrics(case, c.relative_to) if c.relative_to else None)
+        for c in workload.claims]
     if case.backend and not (v["ok"] and all(result.get("verification_per_rank_ok", [True]))):
         record["status"] = "failed"
         record["reason"] = f"backend {case.backend!r} verification failed: {v['reason'] or 'see evidence'}"

@@ -53,3 +53,11 @@ def harness_case_finished(record: dict[str, Any]) -> None:
     ``record`` is the validated record (a plain dict, see the record JSON Schema).
     Use it for exporters or live dashboards; exceptions are reported, never fatal.
     """
+
+
+@hookspec
+def harness_run_finished(records: list[dict[str, Any]], out_dir: pathlib.Path) -> None:
+    """Called once at the end of ``harness run`` with the ok records of the run (and, with
+    ``--resume``, the earlier ok ones). Use it for cross-case figures written into ``out_dir``
+    (e.g. a sweep plot); exceptions are reported, never fatal.
+    """

@@ -165,6 +165,7 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                 for combo in itertools.product(*(sweep[k] for k in keys)):
                     swept = dict(zip(keys, combo))
                     params = workload.resolve_params(size, swept)
+                    workload.check_params(params)
                     cases.append(Case(
                         workload=name, size=size, params=params, backend=backend, ranks=ranks,
                         threads=threads,

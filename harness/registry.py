@@ -54,17 +54,23 @@ class Registry:
     def source(self, kind: str, name: str) -> str:
         return self.sources.get((kind, name), "?")
 
-    def notify_case_finished(self, record: dict[str, Any]) -> list[Problem]:
-        """Run every ``harness_case_finished`` hook; a failing hook is reported, never fatal."""
-        problems = []
+    def _notify(self, hook: str, **kwargs: Any) -> list[Problem]:
+        """Call every implementation of a lifecycle hook; a failing one is reported, never fatal."""
+        problems: list[Problem] = []
         if self.manager is None:
             return problems
-        for impl in self.manager.hook.harness_case_finished.get_hookimpls():
+        for impl in getattr(self.manager.hook, hook).get_hookimpls():
             try:
-                impl.function(record=record)
+                impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
             except Exception as exc:  # noqa: BLE001 - a reporter plugin must not stop a run
-                problems.append(Problem(impl.plugin_name, f"harness_case_finished raised {exc!r}"))
+                problems.append(Problem(impl.plugin_name, f"{hook} raised {exc!r}"))
         return problems
+
+    def notify_case_finished(self, record: dict[str, Any]) -> list[Problem]:
+        return self._notify("harness_case_finished", record=record)
+
+    def notify_run_finished(self, records: list[dict[str, Any]], out_dir: pathlib.Path) -> list[Problem]:
+        return self._notify("harness_run_finished", records=records, out_dir=out_dir)
 
 
 def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list[tuple[str, object]]:

@@ -24,12 +24,31 @@ _COMPARISONS = {
 }
 
 
+RELATIVE_TRANSFORMS = {
+    "reduction": lambda value, base: 1.0 - value / base,   # 0.98 = 98% less than the baseline
+    "speedup": lambda value, base: base / value,           # 16 = 16x faster than the baseline
+    "ratio": lambda value, base: value / base,
+}
+
+
+def _number(value: Any) -> float | None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        return None
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Claim:
     """A checkable statement from a paper: ``metric comparison threshold``.
 
     ``paper_value`` is what the paper reports (kept next to the measured value);
     ``source`` says where in the paper it comes from.
+
+    A relative claim compares a case with its baseline case: ``relative_to={"msf": 1}``
+    names the baseline (same workload, size, backend, ranks, threads and other params, with
+    these params replaced), and ``transform`` turns (value, baseline value) into the measured
+    figure ("reduction", "speedup" or "ratio"). ``when={"msf": (">=", 64)}`` limits a claim to
+    the cases it speaks about; elsewhere it is recorded as not applicable.
     """
 
     metric: str
@@ -38,21 +57,59 @@ class Claim:
     paper_value: float | str | None = None
     source: str = ""
     description: str = ""
+    relative_to: dict[str, Any] | None = None
+    transform: str | None = None
+    when: dict[str, tuple[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.comparison not in _COMPARISONS:
             raise ValueError(f"Claim comparison must be one of {', '.join(_COMPARISONS)}")
+        if (self.relative_to is None) != (self.transform is None):
+            raise ValueError("a relative Claim needs both relative_to and transform")
+        if self.transform is not None and self.transform not in RELATIVE_TRANSFORMS:
+            raise ValueError(f"Claim transform must be one of {', '.join(RELATIVE_TRANSFORMS)}")
+        for key, (op, _) in (self.when or {}).items():
+            if op not in _COMPARISONS:
+                raise ValueError(f"Claim when[{key!r}] comparison must be one of {', '.join(_COMPARISONS)}")
 
-    def evaluate(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Return the verdict as a record fragment; a missing metric is 'not evaluated', never a pass."""
+    def applies(self, params: dict[str, Any]) -> str:
+        """'' when the claim speaks about a case with these params, else why not."""
+        for key, (op, bound) in (self.when or {}).items():
+            if key in params and not _COMPARISONS[op](params[key], bound):
+                return f"applies only when {key} {op} {bound} (here {key}={params[key]})"
+        return ""
+
+    def evaluate(self, metrics: dict[str, Any], params: dict[str, Any] | None = None,
+                 baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The verdict as a record fragment; a missing figure is 'not evaluated', never a pass.
+
+        ``baseline`` is the metrics of the baseline case, for a relative claim (None: not found).
+        """
         verdict = asdict(self)
-        value = metrics.get(self.metric)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
-            verdict.update(measured=None, passed=None,
-                           reason=f"metric {self.metric!r} was not reported by this case")
+        verdict.update(measured=None, passed=None, reason="", value=None, baseline_value=None)
+        params = params or {}
+        why = self.applies(params)
+        if why:
+            verdict["reason"] = f"not applicable: {why}"
             return verdict
-        verdict.update(measured=value, passed=bool(_COMPARISONS[self.comparison](value, self.threshold)),
-                       reason="")
+        value = _number(metrics.get(self.metric))
+        if value is None:
+            verdict["reason"] = f"metric {self.metric!r} was not reported by this case"
+            return verdict
+        measured = value
+        if self.relative_to is not None:
+            if all(params.get(k) == v for k, v in self.relative_to.items()):
+                verdict["reason"] = "not applicable: this case is the baseline"
+                return verdict
+            base = _number((baseline or {}).get(self.metric))
+            if base is None or base == 0 or (self.transform == "speedup" and value == 0):
+                spec = ", ".join(f"{k}={v}" for k, v in self.relative_to.items())
+                verdict["reason"] = (f"no usable baseline case with {spec} in this run: "
+                                     f"add {spec} to the sweep")
+                return verdict
+            measured = RELATIVE_TRANSFORMS[self.transform](value, base)
+            verdict.update(value=value, baseline_value=base)
+        verdict.update(measured=measured, passed=bool(_COMPARISONS[self.comparison](measured, self.threshold)))
         return verdict
 
 
@@ -84,6 +141,10 @@ class Workload:
 
     def teardown(self, ctx: RunContext) -> None:
         """Release what setup made."""
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Reject bad input in the parent, before anything runs: raise ``UsageError`` naming the
+        param and the fix (a data file that is missing or malformed, ...). Default: nothing."""
 
     def skip_reason(self, params: dict[str, Any], ranks: int) -> str | None:
         """Why this case cannot run here (checked in the parent), or None. Default: missing packages."""

@@ -127,6 +127,8 @@ def main(args: argparse.Namespace) -> int:
     fp, profile = machine()
     run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile)
+    if args.resume:
+        session.history.extend(r for r in previous if r["status"] == "ok")
     console.print(f"run {run_id}: {len(todo)} case(s) on {fp['cpu']['model']} "
                   f"(profile: {profile['name'] or 'unmatched'}) -> {results_file}")
 
@@ -141,6 +143,8 @@ def main(args: argparse.Namespace) -> int:
         else:
             record = execute(case, session)
         append_record(results_file, record)
+        if record["status"] == "ok":
+            session.history.append(record)
         for problem in reg.notify_case_finished(record):
             err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
         counts[record["status"]] += 1
@@ -148,6 +152,8 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"{escape(prefix)} [{style}]{record['status']}[/] {record['duration_s']:.1f}s "
                       f"{escape(_summary_line(record))}", soft_wrap=True)
     _cleanup(session)
+    for problem in reg.notify_run_finished(session.history, out):
+        err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
     total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     console.print(f"done: {total or 'nothing to do'}; records in {results_file}")
     if todo and counts["skipped"] == len(todo):

@@ -188,6 +188,16 @@ class ProfiledComm:
         return {op: {"calls": s[0], "bytes": s[1], "seconds": s[2] * 1e-9}
                 for op, s in sorted(self._stats.items()) if s[0]}
 
+    def counters(self, op: str) -> tuple[int, int, float]:
+        """(calls, bytes, seconds) of one op since the last reset: lets a workload report its
+        own per-repeat figures as deltas."""
+        s = self._stats[op]
+        return s[0], s[1], s[2] * 1e-9
+
+    def comm_seconds(self) -> float:
+        """Seconds in all profiled calls since the last reset."""
+        return sum(s[2] for s in self._stats.values()) * 1e-9
+
     def Get_rank(self) -> int:  # noqa: N802 - mpi4py's name
         return self.rank
 

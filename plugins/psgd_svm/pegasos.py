@@ -1,0 +1,75 @@
+"""Pegasos hinge-loss SGD kernels, exactly the update of the reference (PSGDSVMC).
+
+Per sample j with step eta and regulariser lambda:
+    margin < 1:  w = (1 - eta*lambda) w + eta y_j x_j      else: w = (1 - eta*lambda) w
+The samples between two synchronisations depend on each other (the margin uses the current
+w), so they cannot be turned into one matrix product; the block loop is compiled with numba
+(one call per msf-sample block; no Python per sample).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, fastmath=False)
+def pegasos_block(x: np.ndarray, y: np.ndarray, w: np.ndarray, start: int, stop: int,
+                  eta: float, lam: float, t0: int = 0) -> None:
+    """Apply the sequential Pegasos update to rows [start, stop) of x, in place on w.
+
+    ``t0 == 0``: the reference's schedule, one ``eta`` for the whole block (per epoch).
+    ``t0 > 0``: the original Pegasos schedule, eta = 1/(lambda t) with t = t0, t0+1, ...
+    counting the samples this rank has processed.
+    """
+    shrink = 1.0 - eta * lam
+    d = w.shape[0]
+    for j in range(start, stop):
+        if t0 > 0:
+            eta = 1.0 / (lam * (t0 + j - start))
+            shrink = 1.0 - eta * lam
+        margin = 0.0
+        for k in range(d):
+            margin += w[k] * x[j, k]
+        margin *= y[j]
+        if margin < 1.0:
+            for k in range(d):
+                w[k] = shrink * w[k] + eta * y[j] * x[j, k]
+        else:
+            for k in range(d):
+                w[k] = shrink * w[k]
+
+
+def cost(w: np.ndarray, x_last: np.ndarray, y_last: float, lam: float) -> float:
+    """The reference's epoch cost: regulariser plus the hinge loss of the last sample only."""
+    return 0.5 * lam * float(w @ w) + max(0.0, 1.0 - y_last * float(w @ x_last))
+
+
+def block_sequential_epoch(x: np.ndarray, y: np.ndarray, w: np.ndarray, block: int,
+                           eta: float, lam: float, t0: int = 0) -> np.ndarray:
+    """The reference's block-sequential comparator: each sample of a block updates the same
+    starting w and the block's result is the mean of those updated w (vectorised with numpy).
+    With ``t0 > 0`` the step follows the Pegasos schedule, one step per block."""
+    shrink = 1.0 - eta * lam
+    for start in range(0, len(y) - block + 1, block):
+        if t0 > 0:
+            eta = 1.0 / (lam * (t0 + start // block))
+            shrink = 1.0 - eta * lam
+        xb, yb = x[start:start + block], y[start:start + block]
+        active = (yb * (xb @ w)) < 1.0
+        w = shrink * w + eta * (yb[active, None] * xb[active]).sum(axis=0) / block
+    return w
+
+
+def accuracy(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
+    pred = np.where(x @ w >= 0.0, 1.0, -1.0)
+    return float((pred == y).mean())
+
+
+def sequential_train(x: np.ndarray, y: np.ndarray, w0: np.ndarray, epochs: int, lam: float,
+                     schedule: str) -> np.ndarray:
+    """Plain sequential Pegasos over all rows for a fixed number of epochs, same schedule."""
+    w = w0.copy()
+    for epoch in range(1, epochs + 1):
+        t0 = (epoch - 1) * len(y) + 1 if schedule == "pegasos" else 0
+        pegasos_block(x, y, w, 0, len(y), 1.0 / (lam * epoch), lam, t0)
+    return w

@@ -1,0 +1,107 @@
+"""psgd_svm: the kernels against plain loops, and the workload through the real harness."""
+import numpy as np
+import pytest
+
+from conftest import read_jsonl
+
+pytest.importorskip("numba")
+from harness_plugins.psgd_svm.data import generate, load  # noqa: E402
+from harness_plugins.psgd_svm.pegasos import block_sequential_epoch, pegasos_block  # noqa: E402
+
+
+def _loop_pegasos(x, y, w, eta, lam, t0=0):
+    w = w.copy()
+    for j in range(len(y)):
+        if t0:
+            eta = 1.0 / (lam * (t0 + j))
+        if y[j] * (w @ x[j]) < 1:
+            w = (1 - eta * lam) * w + eta * y[j] * x[j]
+        else:
+            w = (1 - eta * lam) * w
+    return w
+
+
+@pytest.mark.parametrize("t0", [0, 7])
+def test_compiled_block_matches_the_reference_loop(t0) -> None:
+    x, y = generate("synthetic-ijcnn1", 300, seed=3)
+    w0 = np.random.default_rng(0).random(22)
+    w = w0.copy()
+    pegasos_block(x, y, w, 0, 300, 0.5, 0.01, t0)
+    np.testing.assert_allclose(w, _loop_pegasos(x, y, w0, 0.5, 0.01, t0), rtol=1e-12, atol=1e-12)
+
+
+def test_block_sequential_is_the_mean_of_updates_from_one_start() -> None:
+    x, y = generate("synthetic-ijcnn1", 64, seed=1)
+    w0 = np.random.default_rng(1).random(22)
+    eta, lam = 0.3, 0.01
+    expected = w0.copy()
+    for start in range(0, 64, 16):
+        updates = [_loop_pegasos(x[i:i + 1], y[i:i + 1], expected, eta, lam) for i in range(start, start + 16)]
+        expected = np.mean(updates, axis=0)
+    np.testing.assert_allclose(block_sequential_epoch(x, y, w0, 16, eta, lam), expected, rtol=1e-12)
+
+
+def test_generated_data_is_deterministic_and_shaped_like_the_paper() -> None:
+    a, b = generate("synthetic-ijcnn1", 1000, 5), generate("synthetic-ijcnn1", 1000, 5)
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[0].shape == (1000, 22) and set(np.unique(a[1])) == {-1.0, 1.0}
+    assert generate("synthetic-webspam", 100, 0)[0].shape == (100, 254)
+    split = load("synthetic-ijcnn1", 1000, 0)
+    assert len(split.y_train) == 800 and len(split.y_test) == 200 and split.synthetic
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_two_ranks_call_counts_and_identical_models(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "psgd_svm", "--size", "smoke", "--ranks", "2",
+                    "--param", "msf=1,7,100", "--repeats", "3", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = read_jsonl(tmp_path / "results.jsonl")
+    assert [rec["params"]["msf"] for rec in records] == [1, 7, 100]
+    for rec in records:
+        m = rec["metrics"]
+        n_local = 3200 // 2
+        expected = 1 + m["epochs"] * (-(-n_local // rec["params"]["msf"]) + 1)
+        assert m["allreduce_calls"] == m["expected_allreduce_calls"] == expected
+        assert m["allreduce_bytes"] == 8 * (1 + m["epochs"] * -(-n_local // rec["params"]["msf"])) * 22 + 8 * m["epochs"]
+        assert m["model_spread"] == 0.0  # averaged models are bit-identical on both ranks
+        ops = rec["comm"]["ops"]["Allreduce"]
+        assert ops["calls"] == 2 * 3 * expected  # both ranks, 3 measured repeats
+        assert rec["comm"]["total"]["fraction_max"] > 0
+    by_msf = {rec["params"]["msf"]: rec for rec in records}
+    comm_claim = by_msf[100]["claims"][0]
+    assert comm_claim["metric"] == "comm_s" and comm_claim["passed"] is not None
+    assert comm_claim["baseline_value"] == by_msf[1]["metrics"]["comm_s"]
+    assert by_msf[1]["claims"][0]["passed"] is None  # the baseline itself
+    assert (tmp_path / "psgd_svm_msf.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_libsvm_breast_cancer_close_to_linearsvc(harness_cli, tmp_path) -> None:
+    from sklearn.datasets import dump_svmlight_file, load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    x, y = load_breast_cancer(return_X_y=True)
+    x = StandardScaler().fit_transform(x)  # as LIBSVM's breast-cancer_scale
+    path = tmp_path / "breast-cancer.svm"
+    dump_svmlight_file(x, np.where(y == 1, 1, 0), str(path))  # 0/1 labels: the loader maps them to +-1
+    n = int(0.8 * len(y))
+    reference = LinearSVC().fit(x[:n], y[:n]).score(x[n:], y[n:])
+    r = harness_cli("run", "--workload", "psgd_svm", "--ranks", "1", "--param", f"dataset={path}",
+                    "--param", "algorithm=parallel,sequential,block-sequential", "--repeats", "3",
+                    "--out", str(tmp_path / "res"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = read_jsonl(tmp_path / "res" / "results.jsonl")
+    acc = {rec["params"]["algorithm"]: rec["metrics"]["accuracy"] for rec in records}
+    assert abs(acc["parallel"] - reference) <= 0.02, (acc, reference)
+    assert abs(acc["sequential"] - reference) <= 0.02
+    assert acc["block-sequential"] > 0.85
+    assert records[0]["metrics"]["synthetic"] is False
+
+
+def test_malformed_libsvm_file_is_bad_input(harness_cli, tmp_path) -> None:
+    bad = tmp_path / "bad.svm"
+    bad.write_text("1 1:0.5 2:1\n-1 1:0.2\n+1 1:x 2:1\n")
+    r = harness_cli("run", "--workload", "psgd_svm", "--param", f"dataset={bad}", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "first bad line: 3" in r.stderr
