@@ -17,7 +17,7 @@ import subprocess
 from typing import Any
 
 INTERESTING_FLAGS = re.compile(
-    r"^(sse4_2|avx|avx2|fma|f16c|avx512\w*|amx\w*|avx_vnni|asimd\w*|neon|sve\w*|sme\w*|vsx|altivec|vmx)$")
+    r"^(sse4_2|avx|avx2|fma|f16c|avx512\w*|amx\w*|avx_vnni|asimd\w*|neon|sve\w*|sme\d*|smef\w+|smei\w+|vsx|altivec|vmx)$")
 SYSFS_CPU = pathlib.Path("/sys/devices/system/cpu")
 
 
