@@ -56,6 +56,15 @@ class Backend:
         """Extra environment variables for the child process (recorded with the case)."""
         return {}
 
+    def describe(self) -> dict[str, Any]:
+        """For ``harness info``: library path, version, warnings (may load the library). Default: {}."""
+        return {}
+
+    def blas(self) -> Any | None:
+        """In the child: a binding with ``gemm(a, b, c)`` that calls this library directly
+        (for workloads whose frameworks include "blas"), or None."""
+        return None
+
     def activate(self) -> None:
         """Called in the child before the workload is set up (e.g. switch FlexiBLAS)."""
 

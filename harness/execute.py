@@ -40,6 +40,7 @@ class Session:
     profile: dict[str, Any]
     unstable_cov: float = UNSTABLE_COV
     history: list[dict[str, Any]] = field(default_factory=list)  # ok records, for relative claims
+    profile_data: dict[str, Any] = field(default_factory=dict)   # the matched profile's TOML, for workloads
 
     def baseline_metrics(self, case: Case, relative_to: dict[str, Any]) -> dict[str, Any] | None:
         """Metrics of the latest ok record that is ``case`` with ``relative_to`` params swapped in."""
@@ -166,7 +167,7 @@ def execute(case: Case, session: Session) -> dict[str, Any]:
     spec = {"workload": case.workload, "backend": case.backend, "plugins": plugins,
             "params": case.params, "size": case.size, "ranks": case.ranks, "threads": case.threads,
             "repeats": case.repeats, "warmup": case.warmup, "result_path": str(result_path),
-            "artifact_dir": str(artifact_dir)}
+            "artifact_dir": str(artifact_dir), "profile": session.profile_data}
     spec_path = case_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
 

@@ -61,7 +61,7 @@ class Overrides:
     size: str | None = None
     backend: str | None = None
     ranks: list[int] | None = None
-    threads: int | None = None
+    threads: list[int] | None = None
     repeats: int | None = None
     warmup: int | None = None
     timeout: float | None = None
@@ -159,9 +159,9 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                 if key not in workload.params:
                     raise did_you_mean(f"param of workload {name!r}:", key, workload.params)
             keys = list(sweep)
-            for ranks in ranks_list:
+            for ranks, threads in itertools.product(ranks_list, cli.threads or _as_list(entry.get("threads", 0))):
                 ranks = _positive_int(ranks, "ranks")
-                threads = _positive_int(cli.threads or entry.get("threads") or default_threads(ranks), "threads")
+                threads = _positive_int(threads or default_threads(ranks), "threads")
                 for combo in itertools.product(*(sweep[k] for k in keys)):
                     swept = dict(zip(keys, combo))
                     params = workload.resolve_params(size, swept)

@@ -97,6 +97,7 @@ def run_case(spec: dict[str, Any]) -> None:
         artifact_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(params=spec["params"], size=spec["size"], threads=int(spec["threads"]),
                      artifact_dir=artifact_dir, clock=clock, backend=spec.get("backend"),
+                     backend_impl=backend, profile=spec.get("profile") or {},
                      _comm=comm, _comm_error=comm_error)
 
     if backend is not None:

@@ -34,14 +34,15 @@ class Harness:
     def __init__(self, pythonpath: list[pathlib.Path]) -> None:
         self.pythonpath = pythonpath
 
-    def env(self) -> dict[str, str]:
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(map(str, self.pythonpath))
+        env.update(extra or {})
         return env
 
-    def __call__(self, *args: str, timeout: float = 300, cwd: pathlib.Path | None = None
-                 ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "harness", *args], env=self.env(), text=True,
+    def __call__(self, *args: str, timeout: float = 300, cwd: pathlib.Path | None = None,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "harness", *args], env=self.env(env), text=True,
                               capture_output=True, timeout=timeout, cwd=cwd)
 
     def popen(self, *args: str) -> subprocess.Popen[str]:

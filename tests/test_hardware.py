@@ -33,11 +33,15 @@ def test_fingerprint_of_this_machine() -> None:
 
 
 def test_profile_matching(tmp_path) -> None:
-    (tmp_path / "a.toml").write_text('name = "skx"\n[match]\narch = "x86_64"\nmodel_regex = "Platinum 8160"\n')
-    (tmp_path / "b.toml").write_text('name = "any-x86"\n[match]\narch = "x86_64"\n')
+    head = 'description = "d"\nkind = "cpu-node"\n'
+    (tmp_path / "a.toml").write_text(f'name = "skx"\n{head}[match]\narch = "x86_64"\nmodel_regex = "Platinum 8160"\n')
+    (tmp_path / "b.toml").write_text(f'name = "any-x86"\n{head}[match]\narch = "x86_64"\n')
     (tmp_path / "c.toml").write_text('name = "broken"\n[match\n')
+    (tmp_path / "d.toml").write_text(f'name = "badpeak"\n{head}[match]\narch = "x86_64"\n[peak]\nfp64_gflops = -1\n')
     profiles, problems = load_profiles([tmp_path])
-    assert set(profiles) == {"skx", "any-x86"} and "c.toml" in problems[0].source
+    assert set(profiles) == {"skx", "any-x86"}
+    assert {pathlib.Path(p.source).name for p in problems} == {"c.toml", "d.toml"}
+    assert any("profile schema" in p.reason for p in problems)
     skx = {"arch": "x86_64", "cpu": {"model": "Intel(R) Xeon(R) Platinum 8160 CPU @ 2.10GHz", "flags": []}}
     assert match_profile(skx, profiles)["name"] == "skx"
     other = {"arch": "x86_64", "cpu": {"model": "AMD EPYC", "flags": []}}
@@ -45,3 +49,25 @@ def test_profile_matching(tmp_path) -> None:
     arm = {"arch": "aarch64", "cpu": {"model": "ThunderX2", "flags": []}}
     unmatched = match_profile(arm, profiles)
     assert unmatched["name"] is None and "ThunderX2" in unmatched["reason"]
+
+
+def test_shipped_profiles_validate_and_paper_nodes_match() -> None:
+    from harness.registry import build_registry
+
+    profiles, problems = load_profiles(build_registry().profile_dirs)
+    assert problems == []
+    assert {"skylake-8160", "thunderx2-cn9980", "power9-cte", "v100-sxm2", "a100-sxm4", "h100-sxm5",
+            "h200-sxm", "sapphirerapids-8480", "zen4-epyc-9654", "zen5-epyc-9755", "grace-superchip"} <= set(profiles)
+    nodes = {
+        "skylake-8160": {"arch": "x86_64", "cpu": {"model": "Intel(R) Xeon(R) Platinum 8160 CPU @ 2.10GHz", "flags": []}},
+        "thunderx2-cn9980": {"arch": "aarch64", "cpu": {"model": "Cavium ThunderX2(R) CPU CN9980 v2.2 @ 2.20GHz", "flags": []}},
+        "power9-cte": {"arch": "ppc64le", "cpu": {"model": "POWER9, altivec supported", "flags": []}},
+        "h200-sxm": {"arch": "x86_64", "cpu": {"model": "AMD EPYC", "flags": []}, "gpus": [{"name": "NVIDIA H200"}]},
+    }
+    for name, fp in nodes.items():
+        assert match_profile(fp, profiles)["name"] == name
+    for p in profiles.values():
+        if "peak" in p.data and "cpu" in p.data and p.data["cpu"].get("fp64_flops_per_cycle_per_core"):
+            cpu = p.data["cpu"]
+            derived = cpu["cores"] * cpu["frequency_ghz"] * cpu["fp64_flops_per_cycle_per_core"]
+            assert abs(p.data["peak"]["fp64_gflops"] - derived) / derived < 0.02, p.name

@@ -27,11 +27,12 @@ def profiles() -> tuple[dict[str, Profile], list[Problem]]:
     return load_profiles(registry().profile_dirs)
 
 
-def machine() -> tuple[dict[str, Any], dict[str, Any]]:
-    """This machine's fingerprint and the profile it matches."""
+def machine() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """This machine's fingerprint, the profile it matches, and that profile's data (or {})."""
     fp = fingerprint()
     found, _ = profiles()
-    return fp, match_profile(fp, found)
+    match = match_profile(fp, found)
+    return fp, match, (found[match["name"]].data if match["name"] else {})
 
 
 def warn_problems(problems: list[Problem]) -> None:

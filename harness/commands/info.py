@@ -22,8 +22,14 @@ def _backend_rows() -> list[dict[str, str]]:
     rows = []
     for name, b in sorted(reg.backends.items()):
         ok, why = b.available()
+        try:
+            desc = b.describe() if ok else {}
+        except Exception as exc:  # noqa: BLE001 - one backend's failure must not hide the others
+            desc = {"warnings": [f"describe() raised {exc!r}"]}
         rows.append({"name": name, "available": "yes" if ok else "no",
                      "drives": ",".join(b.frameworks()), "reason": why,
+                     "library": desc.get("library") or "", "version": desc.get("version") or "",
+                     "warnings": "; ".join(desc.get("warnings", [])),
                      "source": reg.source("backend", name)})
     return rows
 
@@ -31,7 +37,7 @@ def _backend_rows() -> list[dict[str, str]]:
 def main(args: argparse.Namespace) -> int:
     import os
 
-    fp, profile = machine()
+    fp, profile, _ = machine()
     mpiexec = find_mpiexec()
     mpi = {"mpiexec": str(mpiexec) if mpiexec else None, "flavour": flavour(mpiexec) if mpiexec else None}
     env = numerics_environment(os.environ)
@@ -59,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
         t.add_row(key, value)
     console.print(t)
     b = Table(title="backends", title_justify="left")
-    for col in ("name", "available", "drives", "reason", "source"):
+    for col in ("name", "available", "drives", "reason", "library", "version", "warnings", "source"):
         b.add_column(col, overflow="fold")
     for row in _backend_rows():
         b.add_row(*row.values())

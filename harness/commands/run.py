@@ -7,6 +7,7 @@ import os
 import pathlib
 import shutil
 import signal
+import sys
 import uuid
 from collections import Counter
 from typing import Any
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "what runs is recorded)")
     p.add_argument("--size", choices=SIZES, help="named problem size (default: the suite's or workload's)")
     p.add_argument("--ranks", help="MPI ranks, e.g. 2 or 1,2,4 (default: the workload's)")
-    p.add_argument("--threads", type=int, help="threads per rank (default: 1 under MPI, all CPUs otherwise)")
+    p.add_argument("--threads", help="threads per rank, e.g. 2 or 1,2 (default: 1 under MPI, all CPUs otherwise)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=V[,V2]",
                    help="set or sweep a workload parameter; repeatable")
     p.add_argument("--repeats", type=int, help="measured repeats per case (default 5)")
@@ -46,20 +47,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def _ranks(text: str | None) -> list[int] | None:
+def _int_list(text: str | None, option: str) -> list[int] | None:
     if text is None:
         return None
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise UsageError(f"--ranks {text!r}: expected integers such as 2 or 1,2,4") from None
+        raise UsageError(f"{option} {text!r}: expected integers such as 2 or 1,2,4") from None
     if not values or min(values) < 1:
-        raise UsageError(f"--ranks {text!r}: ranks must be >= 1")
+        raise UsageError(f"{option} {text!r}: values must be >= 1")
     return values
 
 
 def _check_positive(args: argparse.Namespace) -> None:
-    for name, minimum in (("threads", 1), ("repeats", 1), ("warmup", 0), ("timeout", 0.001)):
+    for name, minimum in (("repeats", 1), ("warmup", 0), ("timeout", 0.001)):
         value = getattr(args, name)
         if value is not None and value < minimum:
             raise UsageError(f"--{name} {value}: must be >= {minimum:g}")
@@ -105,8 +106,8 @@ def main(args: argparse.Namespace) -> int:
     _check_positive(args)
     reg = registry()
     warn_problems(reg.problems)
-    overrides = Overrides(size=args.size, backend=args.backend, ranks=_ranks(args.ranks),
-                          threads=args.threads, repeats=args.repeats, warmup=args.warmup,
+    overrides = Overrides(size=args.size, backend=args.backend, ranks=_int_list(args.ranks, "--ranks"),
+                          threads=_int_list(args.threads, "--threads"), repeats=args.repeats, warmup=args.warmup,
                           timeout=args.timeout, params=parse_param_options(args.param))
     cases = expand(_entries(args), reg, overrides)
     if not cases:
@@ -124,9 +125,10 @@ def main(args: argparse.Namespace) -> int:
     if done:
         console.print(f"resume: {len(cases) - len(todo)} of {len(cases)} cases already ok, {len(todo)} to run")
 
-    fp, profile = machine()
+    fp, profile, profile_data = machine()
     run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile)
+    session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
+                      profile_data=profile_data)
     if args.resume:
         session.history.extend(r for r in previous if r["status"] == "ok")
     console.print(f"run {run_id}: {len(todo)} case(s) on {fp['cpu']['model']} "
@@ -158,8 +160,8 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"done: {total or 'nothing to do'}; records in {results_file}")
     if todo and counts["skipped"] == len(todo):
         reasons = sorted({r for r in _skip_reasons(results_file, run_id)})
-        err_console.print(f"harness: error: nothing ran: all {len(todo)} case(s) were skipped "
-                          f"({'; '.join(reasons)[:300]})", markup=False)
+        print(f"harness: error: nothing ran: all {len(todo)} case(s) were skipped "
+              f"({'; '.join(reasons)[:300]})", file=sys.stderr)
         return 2
     return 1 if counts["failed"] or counts["timeout"] else 0
 

@@ -6,6 +6,8 @@ The most specific matching profile wins; no match is recorded as unmatched, not 
 """
 from __future__ import annotations
 
+import functools
+import json
 import pathlib
 import re
 import tomllib
@@ -13,6 +15,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.registry import Problem
+
+SCHEMA_PATH = pathlib.Path(__file__).with_name("profile.schema.json")
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> Any:
+    import jsonschema
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+
+
+def profile_errors(data: dict[str, Any]) -> list[str]:
+    """Ways a profile breaks the profile schema, as 'path: message' strings."""
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
+            for e in sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))]
 
 
 @dataclass(frozen=True)
@@ -53,10 +69,11 @@ def load_profiles(dirs: list[pathlib.Path]) -> tuple[dict[str, Profile], list[Pr
         for path in sorted(d.glob("*.toml")):
             try:
                 data = tomllib.loads(path.read_text())
-                name = data.get("name", path.stem)
-                match = data.get("match", {})
-                if not isinstance(match, dict):
-                    raise ValueError("[match] must be a table")
+                errors = profile_errors(data)
+                if errors:
+                    raise ValueError("does not match the profile schema: " + "; ".join(errors[:3]))
+                name = data["name"]
+                match = data["match"]
             except (OSError, ValueError) as exc:
                 problems.append(Problem(str(path), f"cannot read profile: {exc}"))
                 continue

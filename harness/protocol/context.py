@@ -25,6 +25,8 @@ class RunContext:
     artifact_dir: pathlib.Path
     clock: PhaseClock
     backend: str | None = None
+    backend_impl: Any = None
+    profile: dict[str, Any] = field(default_factory=dict)
     repeat: int = 0
     warmup: bool = False
     state: dict[str, Any] = field(default_factory=dict)
@@ -48,6 +50,11 @@ class RunContext:
     @property
     def is_root(self) -> bool:
         return self.rank == 0
+
+    @property
+    def blas(self) -> Any | None:
+        """The requested backend's direct BLAS binding (``gemm(a, b, c)``), or None."""
+        return self.backend_impl.blas() if self.backend_impl is not None else None
 
     def phase(self, name: str) -> _Phase:
         """``with ctx.phase("compute"):`` charges the block's time to ``compute``."""

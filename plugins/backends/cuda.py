@@ -1,0 +1,45 @@
+"""CUDA: NVIDIA GPUs driven by torch (cuBLAS/cuDNN) or TensorFlow."""
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import shutil
+import sys
+
+from harness import Backend, Verification
+from harness_plugins.backends import evidence
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    description = "NVIDIA GPU through torch (cuBLAS, cuDNN) or TensorFlow"
+
+    def available(self) -> tuple[bool, str]:
+        if not glob.glob("/dev/nvidia[0-9]*") and shutil.which("nvidia-smi") is None:
+            return False, "no NVIDIA GPU here (no /dev/nvidia*, no nvidia-smi): run on a GPU node"
+        if importlib.util.find_spec("torch") is None and importlib.util.find_spec("tensorflow") is None:
+            return False, "a GPU is present but neither torch nor tensorflow is installed: pip install 'hpml-harness[torch]'"
+        return True, ""
+
+    def frameworks(self) -> tuple[str, ...]:
+        out = []
+        if importlib.util.find_spec("torch") is not None:
+            out.append("torch")
+        if importlib.util.find_spec("tensorflow") is not None:
+            out.append("tensorflow")
+        return tuple(out)
+
+    def environment(self, threads: int) -> dict[str, str]:
+        return {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0")}
+
+    def verify(self) -> Verification:
+        ev = evidence.common()
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return Verification(ok=False, evidence=ev, reason="the workload did not use torch: nothing ran on CUDA")
+        if not torch.cuda.is_available():
+            return Verification(ok=False, evidence=ev, reason="torch.cuda.is_available() is False in the child")
+        ev["cuda"] = {"torch_cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                      "device": torch.cuda.get_device_name(0), "capability": list(torch.cuda.get_device_capability(0))}
+        return Verification(ok=True, evidence=ev, library=f"CUDA {torch.version.cuda} on {ev['cuda']['device']}")

@@ -1,0 +1,156 @@
+"""Workload roofline: measured GEMM and memory-bandwidth ceilings of a node, per backend.
+
+GEMM (fp64, fp32; sizes from cache-resident to memory-sized) goes through the requested
+backend's own CBLAS binding (``ctx.blas``), so the number belongs to that library; with no
+backend requested, through numpy's matmul (numpy's BLAS, recorded by the evidence). The
+bandwidth ceiling is a STREAM-style triad a = b + s*c compiled with numba (parallel over
+the case's threads), counting 24 bytes per element as STREAM does. The record's metrics
+hold the measured roofline (peak GFLOP/s per dtype, GB/s, ridge point), later usable by
+models instead of vendor peaks, and the fraction of the matched profile's peak.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from harness import Claim, Param, Workload, hookimpl
+from harness.errors import UsageError
+
+DTYPES = {"fp64": np.float64, "fp32": np.float32}
+
+
+def _int_list(text: str, name: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"param {name}={text!r}: expected sizes such as 128,512,2048") from None
+    if not values or min(values) < 8 or max(values) > 32768:
+        raise UsageError(f"param {name}={text!r}: sizes must be between 8 and 32768")
+    return values
+
+
+class Roofline(Workload):
+    name = "roofline"
+    paper = "measurement probe (roofline model: Williams, Waterman, Patterson 2009)"
+    description = "GEMM GFLOP/s through the backend's BLAS and triad GB/s: this node's measured ceilings"
+    frameworks = ("blas",)
+    requires = ("numba",)
+    params = {
+        "gemm_sizes": Param(str, default="128,512,1024,2048", help="square GEMM orders, comma separated"),
+        "dtypes": Param(str, default="fp64,fp32", help="fp64 and/or fp32"),
+        "gemm_reps": Param(int, default=3, minimum=1, maximum=100, help="calls per size; the best is kept"),
+        "triad_mib": Param(int, default=256, minimum=1, maximum=65536, help="MiB per triad array (3 arrays)"),
+        "seed": Param(int, default=0, minimum=0),
+    }
+    sizes = {
+        "smoke": {"gemm_sizes": "64,256", "triad_mib": 16, "gemm_reps": 2},
+        "small": {"gemm_sizes": "128,512,1024,2048", "triad_mib": 256},
+        "paper": {"gemm_sizes": "256,1024,2048,4096,8192", "triad_mib": 1024},
+    }
+    default_size = "small"
+    claims = [Claim("gemm_max_rel_error", "<=", 1e-10, paper_value=0.0, source="correctness of the library's fp64 GEMM",
+                    description="max relative error of the smallest fp64 GEMM against numpy")]
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        _int_list(params["gemm_sizes"], "gemm_sizes")
+        bad = [d for d in params["dtypes"].split(",") if d.strip() not in DTYPES]
+        if bad or not params["dtypes"].strip():
+            raise UsageError(f"param dtypes={params['dtypes']!r}: use fp64, fp32 or fp64,fp32")
+
+    def setup(self, ctx) -> None:
+        import numba
+
+        from harness_plugins.roofline.triad import triad
+
+        p = ctx.params
+        rng = np.random.default_rng(p["seed"])
+        mats = {}
+        for dname in p["dtypes"].split(","):
+            for n in _int_list(p["gemm_sizes"], "gemm_sizes"):
+                a = rng.standard_normal((n, n)).astype(DTYPES[dname.strip()])
+                b = rng.standard_normal((n, n)).astype(DTYPES[dname.strip()])
+                mats[(dname.strip(), n)] = (a, b, np.empty_like(a))
+        elems = p["triad_mib"] * 2**20 // 8
+        arrays = (np.zeros(elems), np.full(elems, 1.0), np.full(elems, 2.0))
+        numba.set_num_threads(max(1, min(ctx.threads, numba.config.NUMBA_NUM_THREADS)))
+        triad(*arrays, 3.0)  # compile and touch every page outside the timing
+        ctx.state.update(mats=mats, arrays=arrays, binding=ctx.blas)
+
+    def _gemm(self, ctx, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        binding = ctx.state["binding"]
+        if binding is not None:
+            binding.gemm(a, b, c)
+        else:
+            np.matmul(a, b, out=c)
+
+    def run(self, ctx) -> dict[str, Any]:
+        from harness_plugins.roofline.triad import triad
+
+        p, s = ctx.params, ctx.state
+        metrics: dict[str, Any] = {}
+        peaks: dict[str, float] = {}
+        with ctx.phase("compute"):
+            for (dname, n), (a, b, c) in s["mats"].items():
+                best = float("inf")
+                for _ in range(p["gemm_reps"]):
+                    t0 = time.perf_counter()
+                    self._gemm(ctx, a, b, c)
+                    best = min(best, time.perf_counter() - t0)
+                gflops = 2.0 * n**3 / best / 1e9
+                metrics[f"gflops_{dname}_n{n}"] = gflops
+                peaks[dname] = max(peaks.get(dname, 0.0), gflops)
+        with ctx.phase("memory"):
+            a, b, c = s["arrays"]
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.perf_counter()
+                triad(a, b, c, 3.0)
+                best = min(best, time.perf_counter() - t0)
+            gbs = 24.0 * a.size / best / 1e9
+        with ctx.phase("check"):
+            small = min((k for k in s["mats"] if k[0] == "fp64"), key=lambda k: k[1], default=None)
+            if small is not None:
+                a64, b64, c64 = s["mats"][small]
+                self._gemm(ctx, a64, b64, c64)
+                ref = a64 @ b64
+                metrics["gemm_max_rel_error"] = float(np.abs(c64 - ref).max() / np.abs(ref).max())
+        for dname, peak in peaks.items():
+            metrics[f"peak_gflops_{dname}"] = peak
+        metrics["triad_gbs"] = gbs
+        if "fp64" in peaks:
+            metrics["ridge_flop_per_byte_fp64"] = peaks["fp64"] / gbs
+        metrics["binding"] = (f"cblas:{s['binding'].path}" if s["binding"] is not None else "numpy.matmul")
+        metrics.update(self._fractions(ctx, peaks, gbs))
+        return metrics
+
+    @staticmethod
+    def _fractions(ctx, peaks: dict[str, float], gbs: float) -> dict[str, float]:
+        """Measured over the matched profile's peak, scaled to the threads used on a CPU node."""
+        prof = ctx.profile
+        if not prof:
+            return {}
+        cores = prof.get("cpu", {}).get("cores")
+        share = min(1.0, ctx.threads / cores) if cores else 1.0
+        out = {}
+        for dname, peak in peaks.items():
+            ref = prof.get("peak", {}).get(f"{dname}_gflops")
+            if ref:
+                out[f"fraction_of_peak_{dname}"] = peak / (ref * share)
+        bw = prof.get("memory", {}).get("bandwidth_gbs")
+        if bw:
+            out["fraction_of_bandwidth"] = gbs / bw
+        return out
+
+
+@hookimpl
+def harness_workloads() -> list[Workload]:
+    return [Roofline()]
+
+
+@hookimpl
+def harness_run_finished(records: list[dict[str, Any]], out_dir) -> None:
+    from harness_plugins.roofline.plot import plot_roofline
+
+    plot_roofline(records, out_dir)

@@ -1,0 +1,73 @@
+"""Backends prove which library ran: real libraries, a deliberately wrong one, unavailable ones."""
+import pathlib
+
+import pytest
+
+from conftest import read_jsonl
+from harness.registry import build_registry
+
+REG = build_registry()
+
+
+def _available(name: str) -> bool:
+    return REG.backend(name).available()[0]
+
+
+def test_unavailable_backends_say_why_here() -> None:
+    import platform
+    if platform.machine() != "aarch64":
+        ok, why = REG.backend("armpl").available()
+        assert not ok and "ARMPL_DIR" in why and "aarch64" in why
+    if not pathlib.Path("/dev/nvidia0").exists():
+        ok, why = REG.backend("cuda").available()
+        assert not ok and "GPU" in why
+
+
+def test_mkl_cannot_drive_numpy_but_openblas_can() -> None:
+    assert "numpy" in REG.backend("openblas").frameworks()
+    why = REG.backend("mkl").can_drive(("numpy", "mpi"))
+    assert why is not None and "cannot drive numpy" in why
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["openblas", "mkl", "blis"])
+def test_roofline_runs_and_verifies(harness_cli, tmp_path, backend) -> None:
+    if not _available(backend):
+        pytest.skip(f"{backend}: {REG.backend(backend).available()[1]}")
+    r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--backend", backend,
+                    "--threads", "1", "--repeats", "3", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = read_jsonl(tmp_path / "results.jsonl")[0]
+    assert rec["status"] == "ok" and rec["backend"]["verified"] is True
+    binding = rec["backend"]["evidence"]["blas_binding"]
+    assert backend in pathlib.Path(binding["gemm_owner"]["file"]).name
+    assert binding["version"]
+    assert rec["metrics"]["peak_gflops_fp64"] > 0 and rec["metrics"]["triad_gbs"] > 0
+    assert rec["metrics"]["binding"].startswith("cblas:")
+    assert rec["claims"][0]["passed"] is True  # the GEMM is correct
+    assert rec["environment"]["OMP_NUM_THREADS"] == "1"
+
+
+@pytest.mark.slow
+def test_mkl_pointed_at_another_library_fails_with_evidence(harness_cli, tmp_path) -> None:
+    blis = REG.backend("blis").library_path()
+    if blis is None:
+        pytest.skip("needs BLIS as the wrong library")
+    r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--backend", "mkl",
+                    "--repeats", "1", "--out", str(tmp_path), env={"HARNESS_MKL_LIBRARY": str(blis)})
+    assert r.returncode == 1, r.stdout + r.stderr
+    rec = read_jsonl(tmp_path / "results.jsonl")[0]
+    assert rec["status"] == "failed" and rec["backend"]["verified"] is False
+    assert "not in a mkl library" in rec["reason"]
+    assert rec["backend"]["evidence"]["blas_binding"]["gemm_owner"]["file"] == str(blis)
+
+
+def test_suite_all_with_armpl_skips_everything_exit_2(harness_cli, tmp_path) -> None:
+    if _available("armpl"):
+        pytest.skip("ArmPL is available here")
+    r = harness_cli("run", "--suite", "all", "--backend", "armpl", "--out", str(tmp_path))
+    assert r.returncode == 2
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("harness: error:")]
+    assert len(errors) == 1 and "ARMPL_DIR" in errors[0]
+    records = read_jsonl(tmp_path / "results.jsonl")
+    assert records and all(rec["status"] == "skipped" for rec in records)
