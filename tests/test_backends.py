@@ -71,3 +71,26 @@ def test_suite_all_with_armpl_skips_everything_exit_2(harness_cli, tmp_path) -> 
     assert len(errors) == 1 and "ARMPL_DIR" in errors[0]
     records = read_jsonl(tmp_path / "results.jsonl")
     assert records and all(rec["status"] == "skipped" for rec in records)
+
+
+def test_flexiblas_switch_and_silent_fallback(monkeypatch) -> None:
+    """With numpy on FlexiBLAS, a backend drives numpy by FLEXIBLAS=NAME, and a FlexiBLAS that
+    runs something else (its silent NETLIB fallback) fails verification."""
+    from harness_plugins.backends import library
+    from harness_plugins.backends.blis import BlisBackend
+
+    pool = {"internal_api": "flexiblas", "user_api": "blas", "filepath": "/usr/lib/libflexiblas.so.3",
+            "available_backends": ["NETLIB", "BLIS", "OPENBLAS"], "loaded_backends": ["NETLIB"],
+            "current_backend": "NETLIB"}
+    library.flexiblas_pool.cache_clear()
+    monkeypatch.setattr(library, "flexiblas_pool", lambda: pool)
+    monkeypatch.setattr(library.evidence, "common", lambda: {"threadpool_info": [pool]})
+    blis = BlisBackend()
+    assert blis.flexiblas_name() == "BLIS"
+    assert blis.environment(1) == {"FLEXIBLAS": "BLIS"}
+    assert "numpy" in blis.frameworks()
+    monkeypatch.setenv("FLEXIBLAS", "BLIS")
+    v = blis.verify()
+    assert not v.ok and "NETLIB" in v.reason and "silently" in v.reason
+    pool["current_backend"] = "BLIS"
+    assert blis.verify().ok

@@ -1,6 +1,7 @@
 """What the CPU-BLAS backends share: locate a library file, bind it once, verify its owner."""
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 from typing import Any
@@ -8,6 +9,17 @@ from typing import Any
 from harness import Backend, Verification
 from harness_plugins.backends import evidence
 from harness_plugins.backends.cblas import Cblas
+
+
+@functools.lru_cache(maxsize=1)
+def flexiblas_pool() -> dict[str, Any] | None:
+    """threadpoolctl's FlexiBLAS entry when numpy is linked to FlexiBLAS (EasyBuild, Fedora), else None."""
+    try:
+        import numpy  # noqa: F401 - loads numpy's BLAS so threadpoolctl can see it
+        import threadpoolctl
+    except ImportError:
+        return None
+    return next((p for p in threadpoolctl.threadpool_info() if p.get("internal_api") == "flexiblas"), None)
 
 
 class BlasLibraryBackend(Backend):
@@ -43,7 +55,21 @@ class BlasLibraryBackend(Backend):
         return True, ""
 
     def frameworks(self) -> tuple[str, ...]:
-        return ("blas",) if self.library_path() is not None else ()
+        out = ("blas",) if self.library_path() is not None else ()
+        return out + (("numpy",) if self.flexiblas_name() else ())
+
+    def flexiblas_name(self) -> str | None:
+        """The FlexiBLAS backend name for this library when numpy goes through FlexiBLAS and
+        FlexiBLAS offers it (then numpy is driven by setting FLEXIBLAS), else None."""
+        pool = flexiblas_pool()
+        if pool is None:
+            return None
+        names = [str(n) for n in pool.get("available_backends", []) + pool.get("loaded_backends", [])]
+        return next((n for n in names if self.name.lower() in n.lower()), None)
+
+    def environment(self, threads: int) -> dict[str, str]:
+        name = self.flexiblas_name()
+        return {"FLEXIBLAS": name} if name else {}
 
     def binding(self, path: pathlib.Path) -> Cblas:
         return Cblas(str(path))
@@ -95,6 +121,16 @@ class BlasLibraryBackend(Backend):
                 problems.append(f"{lib.path} has no {self.name} version call: it is not {self.name}")
             warnings += evidence.kernel_warning(kernel, self.name)
             lib_name = f"{self.name} {version or '?'} ({owner.get('file')})"
+        flexi = next((p for p in ev["threadpool_info"] if p.get("internal_api") == "flexiblas"), None)
+        if flexi is not None and os.environ.get("FLEXIBLAS"):
+            current = str(flexi.get("current_backend", ""))
+            ev["flexiblas"] = {k: flexi.get(k) for k in ("current_backend", "available_backends",
+                                                         "loaded_backends", "filepath")}
+            if self.name.lower() not in current.lower():
+                problems.append(f"FlexiBLAS runs {current!r}, not {self.name} (FLEXIBLAS={os.environ['FLEXIBLAS']}): "
+                                "an unknown backend name makes FlexiBLAS fall back silently")
+            else:
+                ev["_framework_ok"] = True
         more_problems, more_warnings = self.extra_checks(ev)
         problems += more_problems
         warnings += more_warnings

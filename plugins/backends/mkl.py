@@ -50,11 +50,14 @@ class MklBackend(BlasLibraryBackend):
         out = list(super().frameworks())
         if self._torch_has_mkl():
             out.append("torch")
-        return tuple(out)
+        if platform.machine() == "x86_64" and importlib.util.find_spec("tensorflow") is not None:
+            out.append("tensorflow")  # through oneDNN, switched on below
+        return tuple(dict.fromkeys(out))
 
     def environment(self, threads: int) -> dict[str, str]:
-        return {"MKL_NUM_THREADS": str(threads),
-                "MKL_THREADING_LAYER": os.environ.get("MKL_THREADING_LAYER", "GNU")}
+        return {**super().environment(threads), "MKL_NUM_THREADS": str(threads),
+                "MKL_THREADING_LAYER": os.environ.get("MKL_THREADING_LAYER", "GNU"),
+                "TF_ENABLE_ONEDNN_OPTS": "1"}
 
     def binding(self, path: pathlib.Path) -> Cblas:
         return Cblas(str(path))
@@ -82,6 +85,15 @@ class MklBackend(BlasLibraryBackend):
             else:
                 ev["_framework_ok"] = True
                 ev["_library"] = "mkl (inside torch): " + next((ln for ln in torch_lines if "BLAS_INFO" in ln or "MKL" in ln), "")
+        tf = sys.modules.get("tensorflow")
+        if tf is not None:
+            ev["tensorflow"] = {"version": tf.__version__,
+                                "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS")}
+            if os.environ.get("TF_ENABLE_ONEDNN_OPTS") != "1":
+                problems.append("TensorFlow ran with oneDNN switched off (TF_ENABLE_ONEDNN_OPTS != 1)")
+            else:
+                ev["_framework_ok"] = True
+                ev["_library"] = f"oneDNN inside TensorFlow {tf.__version__}"
         foreign = [p["filepath"] for p in ev["threadpool_info"]
                    if p.get("user_api") == "blas" and p.get("internal_api") != "mkl"]
         if foreign:

@@ -37,8 +37,9 @@ class OpenblasBackend(BlasLibraryBackend):
         path = self.library_path()
         if path is None:
             return ()
-        # numpy is driven only when numpy's own BLAS is this OpenBLAS file.
-        return ("numpy", "blas") if path == numpy_openblas() else ("blas",)
+        # numpy is driven when numpy's own BLAS is this OpenBLAS file, or through FlexiBLAS.
+        numpy = path == numpy_openblas() or self.flexiblas_name() is not None
+        return ("numpy", "blas") if numpy else ("blas",)
 
     def _symbols(self, lib: Cblas) -> tuple[str, str, str, str]:
         return SCIPY_PREFIX if lib.function(SCIPY_PREFIX[0]) else (
