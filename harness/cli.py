@@ -5,10 +5,10 @@ import argparse
 import sys
 
 from harness import __version__
-from harness.commands import info, list_, run, show
+from harness.commands import compare, info, list_, report, run, show
 from harness.errors import UsageError
 
-VERBS = (run, list_, info, show)
+VERBS = (run, list_, info, show, report, compare)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,49 @@
+"""``harness compare BASELINE CANDIDATE``: per-case ratio of medians, Mann-Whitney U, a verdict."""
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from harness.commands.common import console, err_console
+from harness.errors import UsageError
+from harness.report.compare import COLUMNS, as_json, as_rows, compare, summary
+from harness.results.frame import load_frame
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare two results sets case by case (exit 1 on a regression)",
+                       description="Ratio of medians per matching case with a Mann-Whitney U test on the raw "
+                                   "samples. Exit status 1 when any case is significantly slower: use it to gate CI.")
+    p.add_argument("baseline", help="results file or folder")
+    p.add_argument("candidate", help="results file or folder")
+    p.add_argument("--threshold", type=float, default=0.05,
+                   help="smallest relative change that counts (default 0.05 = 5%%)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if not 0 < args.alpha < 1 or args.threshold < 0:
+        raise UsageError("--alpha must be in (0, 1) and --threshold >= 0")
+    base, p1 = load_frame([args.baseline])
+    cand, p2 = load_frame([args.candidate])
+    for p in p1 + p2:
+        err_console.print(f"warning: {p}", markup=False)
+    if base.empty or cand.empty:
+        raise UsageError("no readable records in " + (args.baseline if base.empty else args.candidate))
+    results = compare(base, cand, args.threshold, args.alpha)
+    if not results:
+        raise UsageError("no case appears in both (same workload, size, params, ranks, threads)")
+    if args.json:
+        print(as_json(results))
+    else:
+        t = Table(title=f"{args.candidate} vs {args.baseline}", title_justify="left")
+        for col in COLUMNS:
+            t.add_column(col, overflow="fold")
+        for row in as_rows(results):
+            t.add_row(*row)
+        console.print(t)
+        console.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(summary(results).items())))
+    return 1 if any(r.verdict == "slower" for r in results) else 0

@@ -1,0 +1,86 @@
+"""``harness report RESULTS...``: one comparable report from results of any machines and backends."""
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+
+from harness.commands.common import err_console
+from harness.errors import UsageError
+from harness.report.html import html_report
+from harness.report.tables import markdown_report
+from harness.results.frame import load_frame
+
+FORMATS = ("md", "html", "csv", "parquet")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="merge results files into one report (md, html, csv, parquet)",
+                       description="Merge any number of results files or folders into one report: a table "
+                                   "per workload, plots (html), and the paper-claim reproduction summary.")
+    p.add_argument("results", nargs="+", help="results .jsonl files or folders")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="default: from --out's suffix, else md")
+    p.add_argument("--out", help="output file (default: stdout for md/csv; report.html / report.parquet)")
+    p.set_defaults(func=main)
+
+
+def _write_atomic(path: pathlib.Path, data: bytes) -> None:
+    """Write next to the target, then rename: a failed report never leaves a half file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(args: argparse.Namespace) -> int:
+    fmt = args.format or (pathlib.Path(args.out).suffix.lstrip(".") if args.out else "md")
+    if fmt not in FORMATS:
+        raise UsageError(f"--out {args.out}: cannot tell the format from {fmt!r}; use --format {'|'.join(FORMATS)}")
+    df, problems = load_frame(args.results)
+    for p in problems:
+        err_console.print(f"warning: {p}", markup=False)
+    if df.empty:
+        raise UsageError(f"no readable records in {', '.join(args.results)}")
+    out = pathlib.Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist")
+    if fmt == "md":
+        data = markdown_report(df, problems).encode()
+    elif fmt == "html":
+        data = html_report(df, problems).encode()
+        out = out or pathlib.Path("report.html")
+    elif fmt == "csv":
+        flat = df.drop(columns=["samples", "metrics", "claims", "phases"])
+        metrics = pd_json_columns(df)
+        data = flat.join(metrics).to_csv(index=False).encode()
+    else:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise UsageError("--format parquet needs pyarrow: pip install pyarrow") from None
+        out = out or pathlib.Path("report.parquet")
+        frame = df.drop(columns=["samples", "metrics", "claims", "phases"]).join(pd_json_columns(df))
+        with tempfile.TemporaryDirectory() as tmp:
+            frame.to_parquet(pathlib.Path(tmp) / "r.parquet", index=False)
+            data = (pathlib.Path(tmp) / "r.parquet").read_bytes()
+    if out is None:
+        sys.stdout.write(data.decode())
+    else:
+        _write_atomic(out, data)
+        print(f"wrote {out} ({len(data)} bytes, {len(df)} records)")
+    return 0
+
+
+def pd_json_columns(df):
+    """Scalar metrics as metric.<name> columns; lists (samples, curves) stay out of flat formats."""
+    import pandas as pd
+
+    flat = [{f"metric.{k}": v for k, v in m.items() if not isinstance(v, (list, dict))} for m in df.metrics]
+    return pd.DataFrame(flat, index=df.index)

@@ -1,0 +1,59 @@
+"""A single self-contained HTML report: inline CSS, plots embedded as PNG data, no script, no network.
+
+Every piece of text from a record is escaped, so a workload name or a reason cannot inject markup.
+"""
+from __future__ import annotations
+
+import base64
+import html
+
+import pandas as pd
+
+from harness.report import plots
+from harness.report.tables import CASE_COLUMNS, CLAIM_COLUMNS, case_rows, claim_rows
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
+font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.FAIL{color:#b00;font-weight:bold}td.pass{color:#070}img{max-width:100%;
+border:1px solid #eee;margin:0.5em 0}.note{color:#666}"""
+
+
+def _table(columns: list[str], rows: list[list[str]], verdict_col: int | None = None) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            cls = ""
+            if i == verdict_col:
+                cls = f' class="{"FAIL" if cell.startswith("FAIL") else "pass" if cell == "pass" else ""}"'
+            cells.append(f"<td{cls}>{html.escape(str(cell))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _img(title: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode()
+    return f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}"></figure>'
+
+
+def html_report(df: pd.DataFrame, problems: list[str]) -> str:
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hpml-harness report</title>"
+             f"<style>{CSS}</style></head><body><h1>hpml-harness report</h1>"
+             f"<p class='note'>{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s).</p>"]
+    rows = case_rows(df)
+    for workload, table_rows in rows.items():
+        parts.append(f"<h2>{html.escape(workload)}</h2>")
+        parts.append(_table(CASE_COLUMNS, table_rows))
+        for title, png in plots.workload_figures(df[df.workload == workload], workload):
+            parts.append(_img(f"{workload}: {title}", png))
+    roof = plots.roofline_figure(df) if not df.empty else None
+    if roof:
+        parts.append("<h2>Measured rooflines</h2>" + _img("measured rooflines", roof))
+    claims = claim_rows(df)
+    parts.append("<h2>Reproduction summary: paper claims</h2>")
+    parts.append(_table(CLAIM_COLUMNS, claims, verdict_col=4) if claims else "<p>No claims were evaluated.</p>")
+    if problems:
+        parts.append("<h2>Unreadable lines</h2><ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in problems) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,123 @@
+"""Report figures (matplotlib, PNG bytes): times by machine x backend, scaling, phases, roofline."""
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pandas as pd
+
+
+def _plt() -> Any:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=100)
+    _plt().close(fig)
+    return buf.getvalue()
+
+
+def _label(r: Any) -> str:
+    params = "" if r.params == "{}" else f" {r.params}"
+    return f"{r.backend} {r.ranks}x{r.threads}{params}\n{r.machine[:28]}"
+
+
+def times_figure(group: pd.DataFrame, workload: str) -> bytes | None:
+    """Median time per repeat with its 95% CI, one bar per case."""
+    ok = group[(group.status == "ok") & group.median_s.notna()]
+    if ok.empty:
+        return None
+    plt = _plt()
+    ok = ok.sort_values(["params", "machine", "backend", "ranks", "threads"]).tail(30)
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(ok) + 2), 4.5))
+    x = range(len(ok))
+    err = [ok.median_s - ok.ci95_low_s, ok.ci95_high_s - ok.median_s]
+    ax.bar(x, ok.median_s, yerr=err, capsize=3, color="#4c72b0")
+    ax.set_xticks(list(x), [_label(r) for r in ok.itertuples()], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("median time per repeat (s), 95% CI")
+    ax.set_title(f"{workload}: time by case")
+    return _png(fig)
+
+
+def scaling_figure(group: pd.DataFrame, workload: str) -> bytes | None:
+    """Speed-up and efficiency against ranks, per (params, machine, backend), where >1 rank count ran."""
+    ok = group[(group.status == "ok") & group.median_s.notna()]
+    lines = [(k, g.sort_values("ranks")) for k, g in ok.groupby(["params", "machine", "backend", "size"])
+             if g.ranks.nunique() > 1]
+    if not lines:
+        return None
+    plt = _plt()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for (params, machine, backend, size), g in lines:
+        g = g.groupby("ranks", as_index=False).median_s.median()
+        base = g.median_s.iloc[0] * g.ranks.iloc[0]
+        speedup = base / g.median_s
+        label = f"{backend} {params if params != '{}' else ''} {machine[:20]}"
+        a1.plot(g.ranks, speedup, "o-", label=label)
+        a2.plot(g.ranks, speedup / g.ranks, "o-", label=label)
+    a1.set_title("speed-up (vs the smallest rank count)")
+    a2.set_title("parallel efficiency")
+    for ax in (a1, a2):
+        ax.set_xlabel("MPI ranks")
+        ax.grid(True, alpha=0.3)
+    a1.legend(fontsize=6)
+    return _png(fig)
+
+
+def phases_figure(group: pd.DataFrame, workload: str) -> bytes | None:
+    """Phase seconds per repeat (slowest rank), stacked, one bar per case."""
+    ok = group[(group.status == "ok") & group.phases.map(bool)].tail(30)
+    if ok.empty:
+        return None
+    plt = _plt()
+    names = sorted({n for p in ok.phases for n in p})
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(ok) + 2), 4.5))
+    bottom = [0.0] * len(ok)
+    for name in names:
+        vals = [p.get(name, 0.0) for p in ok.phases]
+        ax.bar(range(len(ok)), vals, bottom=bottom, label=name)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_xticks(list(range(len(ok))), [_label(r) for r in ok.itertuples()], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("seconds per repeat (slowest rank)")
+    ax.set_title(f"{workload}: phase breakdown")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def roofline_figure(df: pd.DataFrame) -> bytes | None:
+    """Measured ceilings (records reporting peak_gflops_fp64 and triad_gbs) as rooflines."""
+    import numpy as np
+
+    rows = [r for r in df.itertuples() if r.status == "ok"
+            and {"peak_gflops_fp64", "triad_gbs"} <= set(r.metrics)]
+    if not rows:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ai = np.logspace(-2, 3, 200)
+    for r in rows:
+        m = r.metrics
+        ax.plot(ai, np.minimum(m["peak_gflops_fp64"], ai * m["triad_gbs"]),
+                label=f"{r.backend} {r.threads} thr, {r.machine[:24]}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flop/byte)")
+    ax.set_ylabel("fp64 GFLOP/s")
+    ax.set_title("measured rooflines")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def workload_figures(group: pd.DataFrame, workload: str) -> list[tuple[str, bytes]]:
+    figures = []
+    for title, fn in (("time by case", times_figure), ("scaling", scaling_figure), ("phases", phases_figure)):
+        png = fn(group, workload)
+        if png:
+            figures.append((title, png))
+    return figures

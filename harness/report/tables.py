@@ -1,0 +1,90 @@
+"""The report's tables as plain rows: one table per workload, and the claim reproduction summary."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
+                "median (s)", "95% CI (s)", "throughput", "% of peak", "comm frac", "comm imbalance",
+                "claims", "reason"]
+CLAIM_COLUMNS = ["workload", "claim", "paper value", "measured", "verdict", "params", "machine", "backend",
+                 "ranks x threads", "source"]
+
+
+def _num(x: Any, fmt: str = "{:.4g}") -> str:
+    if x is None or (isinstance(x, float) and pd.isna(x)):
+        return ""
+    return fmt.format(x)
+
+
+def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
+    """{workload: rows} in a stable order (params, machine, backend, ranks, threads)."""
+    out: dict[str, list[list[str]]] = {}
+    if df.empty:
+        return out
+    ordered = df.sort_values(["workload", "params", "machine", "backend", "ranks", "threads", "created"])
+    for workload, group in ordered.groupby("workload", sort=True):
+        rows = []
+        for r in group.itertuples(index=False):
+            ci = "" if r.ci95_low_s is None or pd.isna(r.ci95_low_s) else f"[{r.ci95_low_s:.4g}, {r.ci95_high_s:.4g}]"
+            evaluated = r.claims_passed + r.claims_failed
+            rows.append([
+                r.params if r.params != "{}" else "", r.size, r.machine, r.backend, r.library,
+                f"{r.ranks}x{r.threads}", r.status + (" (unstable)" if r.unstable else ""),
+                _num(r.median_s), ci,
+                (_num(r.throughput) + f" {r.throughput_unit}") if r.throughput_unit else "",
+                _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%"),
+                _num(r.comm_fraction, "{:.3f}"), _num(r.comm_imbalance, "{:.3f}"),
+                f"{r.claims_passed} pass / {evaluated} evaluated / {r.claims_total}" if r.claims_total else "",
+                (r.reason or "").splitlines()[0][:160] if r.reason else "",
+            ])
+        out[str(workload)] = rows
+    return out
+
+
+def _claim_text(c: dict[str, Any]) -> str:
+    base = f"{c['metric']} {c['comparison']} {c['threshold']:g}"
+    if c.get("transform"):
+        spec = ", ".join(f"{k}={v}" for k, v in (c.get("relative_to") or {}).items())
+        base = f"{c['transform']} of {c['metric']} vs {spec} {c['comparison']} {c['threshold']:g}"
+    return base
+
+
+def claim_rows(df: pd.DataFrame) -> list[list[str]]:
+    """Every evaluated claim of every ok case: the table the papers are checked against."""
+    rows = []
+    if df.empty:
+        return rows
+    for r in df.sort_values(["workload", "params", "machine", "backend"]).itertuples(index=False):
+        if r.status != "ok":
+            continue
+        for c in r.claims:
+            verdict = {True: "pass", False: "FAIL", None: "not evaluated"}[c.get("passed")]
+            if c.get("passed") is None and c.get("reason"):
+                verdict += f": {c['reason']}"
+            rows.append([r.workload, _claim_text(c), str(c.get("paper_value", "")),
+                         _num(c.get("measured")), verdict, r.params if r.params != "{}" else "",
+                         r.machine, r.backend, f"{r.ranks}x{r.threads}", c.get("source", "")])
+    return rows
+
+
+def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table; pipes in cells are escaped."""
+    def cell(x: str) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def markdown_report(df: pd.DataFrame, problems: list[str]) -> str:
+    parts = [f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."]
+    for workload, rows in case_rows(df).items():
+        parts.append(f"## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows))
+    claims = claim_rows(df)
+    parts.append("## Reproduction summary: paper claims\n\n"
+                 + (markdown_table(CLAIM_COLUMNS, claims) if claims else "No claims were evaluated."))
+    if problems:
+        parts.append("## Unreadable lines\n\n" + "\n".join(f"- {p}" for p in problems))
+    return "\n\n".join(parts) + "\n"

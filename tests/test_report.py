@@ -1,0 +1,125 @@
+"""harness report / compare on real results files, and the HTML in headless Chromium."""
+import copy
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import read_jsonl
+from harness.report.compare import compare
+from harness.results.frame import load_frame
+from harness.results.store import append_record
+
+
+@pytest.fixture(scope="module")
+def two_runs(harness_cli, tmp_path_factory):
+    """The same workload with 1 and 2 threads, in two results files (as from two machines)."""
+    base = tmp_path_factory.mktemp("runs")
+    for threads in ("1", "2"):
+        r = harness_cli("run", "--workload", "probe", "--threads", threads, "--repeats", "5",
+                        "--param", "sleep_ms=2", "--out", str(base / f"t{threads}"))
+        assert r.returncode == 0, r.stderr
+    return base / "t1" / "results.jsonl", base / "t2" / "results.jsonl"
+
+
+def _md_rows(text: str, workload: str) -> list[list[str]]:
+    section = text.split(f"## {workload}\n", 1)[1].split("\n## ", 1)[0]
+    lines = [ln for ln in section.splitlines() if ln.startswith("| ")][1:]
+    return [[c.strip() for c in ln.strip("|").split(" | ")] for ln in lines]
+
+
+def test_markdown_numbers_match_the_records(harness_cli, two_runs) -> None:
+    r = harness_cli("report", *map(str, two_runs))
+    assert r.returncode == 0, r.stderr
+    rows = _md_rows(r.stdout, "probe")
+    records = [read_jsonl(p)[0] for p in two_runs]
+    assert len(rows) == 2
+    for rec in records:
+        threads = f"1x{rec['launch']['threads']}"
+        row = next(row for row in rows if row[5] == threads)
+        assert row[7] == f"{rec['stats']['median']:.4g}"
+        lo, hi = rec["stats"]["ci95"]
+        assert row[8] == f"[{lo:.4g}, {hi:.4g}]"
+        assert row[11] == f"{rec['comm']['total']['fraction_max']:.3f}"
+        assert row[13] == "1 pass / 2 evaluated / 3"
+    assert "## Reproduction summary: paper claims" in r.stdout and "FAIL" in r.stdout
+
+
+def test_html_is_self_contained_and_escaped(harness_cli, two_runs, tmp_path) -> None:
+    hostile = copy.deepcopy(read_jsonl(two_runs[0])[0])
+    hostile["reason"] = "<script>alert('x')</script>"
+    hostile["id"] = "f" * 32
+    extra = tmp_path / "hostile.jsonl"
+    append_record(extra, hostile)
+    out = tmp_path / "report.html"
+    r = harness_cli("report", *map(str, two_runs), str(extra), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    page = out.read_text()
+    assert page.count("data:image/png;base64,") >= 2
+    assert "<script" not in page and "&lt;script&gt;" in page
+    assert "http://" not in page and "https://" not in page
+
+
+def test_corrupt_line_in_the_middle_is_named_and_skipped(harness_cli, two_runs, tmp_path) -> None:
+    lines = two_runs[0].read_text().splitlines() + two_runs[1].read_text().splitlines()
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(lines[0] + "\n{not json\n" + lines[1] + "\n")
+    r = harness_cli("report", str(mixed))
+    assert r.returncode == 0
+    assert f"{mixed}:2:" in r.stderr.replace("\n", "")
+    assert len(_md_rows(r.stdout, "probe")) == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("garbage\n")
+    r = harness_cli("report", str(bad))
+    assert r.returncode == 2 and "no readable records" in r.stderr
+
+
+def test_csv_and_parquet(harness_cli, two_runs, tmp_path) -> None:
+    import pandas as pd
+
+    assert harness_cli("report", *map(str, two_runs), "--out", str(tmp_path / "r.csv")).returncode == 0
+    csv = pd.read_csv(tmp_path / "r.csv")
+    assert len(csv) == 2 and "metric.answer" in csv.columns and set(csv.threads) == {1, 2}
+    pytest.importorskip("pyarrow")
+    assert harness_cli("report", *map(str, two_runs), "--out", str(tmp_path / "r.parquet")).returncode == 0
+    assert len(pd.read_parquet(tmp_path / "r.parquet")) == 2
+    r = harness_cli("report", str(two_runs[0]), "--out", str(tmp_path / "r.docx"))
+    assert r.returncode == 2 and "--format" in r.stderr
+
+
+def test_compare_verdicts_and_exit_status(harness_cli, two_runs, tmp_path) -> None:
+    r = harness_cli("compare", *map(str, two_runs))
+    assert r.returncode in (0, 1) and "verdicts:" in r.stdout
+    # A candidate twice as slow on every sample is a significant regression: exit 1.
+    slow = copy.deepcopy(read_jsonl(two_runs[0])[0])
+    slow["samples"] = [2 * s for s in slow["samples"]]
+    slow["stats"] = dict(slow["stats"], median=2 * slow["stats"]["median"])
+    slow_file = tmp_path / "slow.jsonl"
+    append_record(slow_file, slow)
+    r = harness_cli("compare", str(two_runs[0]), str(slow_file))
+    assert r.returncode == 1 and "slower" in r.stdout
+    base, _ = load_frame([two_runs[0]])
+    cand, _ = load_frame([slow_file])
+    (result,) = compare(base, cand)
+    assert result.ratio == pytest.approx(2.0) and result.p_value < 0.05
+    r = harness_cli("compare", str(slow_file), str(two_runs[0]), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["verdict"] == "faster"
+
+
+@pytest.mark.slow
+def test_html_renders_in_headless_chromium(harness_cli, two_runs, tmp_path) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    out = tmp_path / "report.html"
+    assert harness_cli("report", *map(str, two_runs), "--out", str(out)).returncode == 0
+    shot = tmp_path / "report.png"
+    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+                        "--window-size=1400,2000", f"--screenshot={shot}", out.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    assert shot.is_file() and shot.stat().st_size > 20_000, r.stderr[-2000:]
+    console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln]
+    assert console == []
