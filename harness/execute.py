@@ -167,7 +167,8 @@ def execute(case: Case, session: Session) -> dict[str, Any]:
     spec = {"workload": case.workload, "backend": case.backend, "plugins": plugins,
             "params": case.params, "size": case.size, "ranks": case.ranks, "threads": case.threads,
             "repeats": case.repeats, "warmup": case.warmup, "result_path": str(result_path),
-            "artifact_dir": str(artifact_dir), "profile": session.profile_data}
+            "artifact_dir": str(artifact_dir), "profile": session.profile_data,
+            "profile_dirs": [str(d) for d in reg.profile_dirs]}
     spec_path = case_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
 

@@ -98,6 +98,7 @@ def run_case(spec: dict[str, Any]) -> None:
     ctx = RunContext(params=spec["params"], size=spec["size"], threads=int(spec["threads"]),
                      artifact_dir=artifact_dir, clock=clock, backend=spec.get("backend"),
                      backend_impl=backend, profile=spec.get("profile") or {},
+                     profile_dirs=[pathlib.Path(d) for d in spec.get("profile_dirs", [])],
                      _comm=comm, _comm_error=comm_error)
 
     if backend is not None:

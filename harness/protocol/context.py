@@ -26,7 +26,8 @@ class RunContext:
     clock: PhaseClock
     backend: str | None = None
     backend_impl: Any = None
-    profile: dict[str, Any] = field(default_factory=dict)
+    profile: dict[str, Any] = field(default_factory=dict)   # the matched profile's data, or {}
+    profile_dirs: list[pathlib.Path] = field(default_factory=list)  # every registered profile folder
     repeat: int = 0
     warmup: bool = False
     state: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,202 @@
+"""Workload cnn_scaling: the theoretical scalability model of data-parallel CNN training, next to
+measurements (Castello, Dolz, Quintana-Orti, Duato, HPML 2019; SPECS.md section 4).
+
+``mode=model``: predictions only (records say ``kind: model``): per network and node count,
+time per iteration, speed-up and efficiency for a hardware profile's peak FLOP/s, memory
+bandwidth and link bandwidth/latency (overridable), with the cheapest Allreduce per message.
+``mode=validate``: on this machine, with the case's MPI ranks: fit alpha/beta from an Allreduce
+sweep and check the fit on held-out sizes, time the small CNN's GEMMs against the roofline
+prediction from measured ceilings, and train the small CNN data-parallel at a small and a large
+per-rank batch, measured efficiency next to the calibrated model's.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from harness import Claim, Param, Workload, hookimpl
+from harness.errors import UsageError, did_you_mean
+
+PAPER = "Castello, Dolz, Quintana-Orti, Duato. Theoretical Scalability Analysis of Distributed Deep CNNs. HPML 2019"
+VALIDATE = {"mode": ("==", "validate")}
+
+
+@functools.lru_cache(maxsize=1)
+def _profiles(dirs: tuple[str, ...] | None = None) -> dict[str, Any]:
+    import pathlib
+
+    from harness.hardware.profiles import load_profiles
+    if dirs is None:
+        from harness.registry import build_registry
+        paths = build_registry().profile_dirs
+    else:
+        paths = [pathlib.Path(d) for d in dirs]
+    return load_profiles(paths)[0]
+
+
+def _ints(text: str, name: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"param {name}={text!r}: expected integers such as 1,2,4") from None
+    if not values or min(values) < 1:
+        raise UsageError(f"param {name}={text!r}: values must be >= 1")
+    return values
+
+
+class CnnScaling(Workload):
+    name = "cnn_scaling"
+    paper = PAPER
+    description = "roofline + alpha-beta-gamma model of data-parallel CNN training, validated by measurement"
+    frameworks = ("numpy", "mpi")
+    params = {
+        "mode": Param(str, default="model", choices=("model", "validate")),
+        "networks": Param(str, default="alexnet,vgg16,resnet50,googlenet", help="comma separated"),
+        "profile": Param(str, default="skylake-8160", help="hardware profile for mode=model"),
+        "batch": Param(int, default=256, minimum=1, help="global batch (strong scaling)"),
+        "nodes": Param(str, default="1,2,4,8,16,32,64,128,256,512,1024"),
+        "algorithm": Param(str, default="auto",
+                           choices=("auto", "recursive_doubling", "rabenseifner", "ring", "binomial")),
+        "overlap": Param(bool, default=False, help="overlap gradient Allreduce with the backward pass"),
+        "node_gflops": Param(float, default=0.0, minimum=0.0, help="override the profile's fp32 peak (0: keep)"),
+        "mem_gbs": Param(float, default=0.0, minimum=0.0, help="override the profile's memory GB/s (0: keep)"),
+        "link_gbs": Param(float, default=0.0, minimum=0.0, help="override the profile's link GB/s (0: keep)"),
+        "latency_us": Param(float, default=0.0, minimum=0.0, help="override the profile's latency (0: keep)"),
+        "small_batch": Param(int, default=4, minimum=1, help="validate: small per-rank batch"),
+        "large_batch": Param(int, default=64, minimum=1, help="validate: large per-rank batch"),
+        "steps": Param(int, default=5, minimum=1, help="validate: training iterations timed"),
+        "sweep_max_kib": Param(int, default=4096, minimum=1, help="validate: largest Allreduce message"),
+    }
+    sizes = {"smoke": {"networks": "alexnet,resnet50", "nodes": "1,2,4,16", "steps": 2, "sweep_max_kib": 256,
+                       "large_batch": 16},
+             "small": {}, "paper": {"steps": 20, "sweep_max_kib": 65536}}
+    default_size = "small"
+    claims = [
+        Claim("gemm_residual_median", "<=", 0.30, paper_value="within 30% (SPECS 4.5)", when=VALIDATE,
+              source="SPECS 4.5: the calibrated roofline GEMM model predicts conv-as-GEMM kernel times within 30%",
+              description="median |predicted - measured| / measured over the small CNN's GEMMs"),
+        Claim("allreduce_residual_max", "<=", 0.30, paper_value="within 30%", when=VALIDATE,
+              source="issue #6: calibrated alpha-beta model within 30% over the message-size sweep",
+              description="max relative residual on the held-out message sizes"),
+        Claim("eff_gap_model", ">", 0.0, paper_value="> 0", when=VALIDATE,
+              source="abstract: scalability governed by per-node batch",
+              description="model efficiency at large minus at small per-rank batch, p = ranks"),
+        Claim("eff_gap_measured", ">", 0.0, paper_value="> 0", when=VALIDATE,
+              source="abstract / SPECS 4.5: efficiency(small B/P) < efficiency(large B/P)",
+              description="measured efficiency at large minus at small per-rank batch"),
+    ]
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        from harness_plugins.cnn_scaling.layers import NETWORKS
+
+        _ints(params["nodes"], "nodes")
+        for net in params["networks"].split(","):
+            if net.strip() not in NETWORKS:
+                raise did_you_mean("network (param networks)", net.strip(), NETWORKS)
+        if params["mode"] == "model" and params["profile"] not in _profiles():
+            raise did_you_mean("hardware profile (param profile)", params["profile"], _profiles())
+
+    def skip_reason(self, params: dict[str, Any], ranks: int) -> str | None:
+        if params["mode"] == "validate":
+            if ranks < 2:
+                return "mode=validate measures Allreduce and data-parallel training: run it with --ranks 2 (or more)"
+            import importlib.util
+            if importlib.util.find_spec("torch") is None:
+                return "mode=validate trains the small CNN with torch: pip install 'hpml-harness[torch]'"
+        return None
+
+    def run(self, ctx) -> dict[str, Any]:
+        if ctx.params["mode"] == "model":
+            return self._model(ctx)
+        return self._validate(ctx)
+
+    def _model(self, ctx) -> dict[str, Any]:
+        from harness_plugins.cnn_scaling.layers import NETWORKS, totals
+        from harness_plugins.cnn_scaling.model import Network, Node, scaling
+
+        p = ctx.params
+        prof = _profiles(tuple(map(str, ctx.profile_dirs)))[p["profile"]].data
+        peak = (p["node_gflops"] or prof["peak"].get("fp32_gflops", 2 * prof["peak"]["fp64_gflops"])) * 1e9
+        node = Node(peak_flops=peak, bandwidth=(p["mem_gbs"] or prof["memory"]["bandwidth_gbs"]) * 1e9)
+        link = p["link_gbs"] or prof.get("interconnect", {}).get("bandwidth_gbs", 12.5)
+        lat = p["latency_us"] or prof.get("interconnect", {}).get("latency_us", 1.0)
+        net = Network(alpha=lat * 1e-6, beta=1.0 / (link * 1e9))
+        nodes = _ints(p["nodes"], "nodes")
+        out: dict[str, Any] = {"kind": "model", "profile": p["profile"], "link_gbs": link, "latency_us": lat,
+                               "node_gflops": peak / 1e9, "node_gbs": node.bandwidth / 1e9, "nodes": nodes}
+        with ctx.phase("model"):
+            for name in p["networks"].split(","):
+                layers = NETWORKS[name.strip()]()
+                curve = scaling(layers, p["batch"], nodes, node, net, p["algorithm"], p["overlap"])
+                t = totals(layers)
+                out[f"{name}_params"] = t["params"]
+                out[f"{name}_forward_gmacs"] = t["forward_macs"] / 1e9
+                out[f"{name}_iteration_s_p1"] = curve[0]["iteration_s"]
+                out[f"{name}_efficiency"] = [c["efficiency"] for c in curve]
+                out[f"{name}_speedup"] = [c["speedup"] for c in curve]
+                out[f"{name}_comm_fraction"] = [c["comm_s"] / c["iteration_s"] for c in curve]
+                out[f"{name}_efficiency_p{nodes[-1]}"] = curve[-1]["efficiency"]
+        return out
+
+    def _validate(self, ctx) -> dict[str, Any]:
+        from harness_plugins.cnn_scaling import calibrate, train
+        from harness_plugins.cnn_scaling.layers import small_cnn
+        from harness_plugins.cnn_scaling.model import iteration
+
+        p, pr = ctx.params, ctx.nranks
+        sizes = [2**i for i in range(3, 1 + (p["sweep_max_kib"] * 1024).bit_length() - 1)]
+        with ctx.phase("allreduce_sweep"):
+            points = calibrate.allreduce_sweep(ctx.comm, sizes, reps=20)
+            net, ar_rows = calibrate.validate_allreduce(points, pr)
+        with ctx.phase("gemm_validation"):
+            node = calibrate.measure_node(ctx.threads)
+            gemm_rows = calibrate.validate_gemms(small_cnn(), p["large_batch"], node, reps=5)
+        effs: dict[str, float] = {}
+        model_effs: dict[str, float] = {}
+        with ctx.phase("training"):
+            for label in ("small", "large"):
+                b = p[f"{label}_batch"]
+                par = train.iterations(ctx, b, p["steps"], use_comm=True)
+                # The same global batch on one rank, no communication: the 1-rank baseline.
+                one = train.iterations(ctx, b * pr, p["steps"], use_comm=False)
+                effs[label] = one["iteration_s"] / (pr * par["iteration_s"])
+                m1 = iteration(small_cnn(), b * pr, 1, node, net)["iteration_s"]
+                mp = iteration(small_cnn(), b * pr, pr, node, net)["iteration_s"]
+                model_effs[label] = m1 / (pr * mp)
+                effs[f"{label}_comm_s"] = par["comm_s"]
+                effs[f"{label}_compute_s"] = par["compute_s"]
+        gem_res = sorted(abs(r["residual"]) for r in gemm_rows)
+        return {
+            "kind": "validation",
+            "alpha_us": net.alpha * 1e6, "beta_ns_per_byte": net.beta * 1e9,
+            "allreduce_bytes": [r["bytes"] for r in ar_rows],
+            "allreduce_measured_s": [r["measured_s"] for r in ar_rows],
+            "allreduce_predicted_s": [r["predicted_s"] for r in ar_rows],
+            "allreduce_residuals": [r["residual"] for r in ar_rows],
+            "allreduce_residual_max": max(abs(r["residual"]) for r in ar_rows),
+            "node_gflops_measured": node.peak_flops / 1e9, "node_gbs_measured": node.bandwidth / 1e9,
+            "gemm_kernels": [f"{r['layer']}.{r['kernel']} {r['m']}x{r['n']}x{r['k']}" for r in gemm_rows],
+            "gemm_measured_s": [r["measured_s"] for r in gemm_rows],
+            "gemm_predicted_s": [r["predicted_s"] for r in gemm_rows],
+            "gemm_residuals": [r["residual"] for r in gemm_rows],
+            "gemm_residual_median": gem_res[len(gem_res) // 2],
+            "gemm_residual_max": gem_res[-1],
+            "efficiency_small_measured": effs["small"], "efficiency_large_measured": effs["large"],
+            "efficiency_small_model": model_effs["small"], "efficiency_large_model": model_effs["large"],
+            "eff_gap_measured": effs["large"] - effs["small"],
+            "eff_gap_model": model_effs["large"] - model_effs["small"],
+            "train_comm_s_small": effs["small_comm_s"], "train_compute_s_small": effs["small_compute_s"],
+            "train_comm_s_large": effs["large_comm_s"], "train_compute_s_large": effs["large_compute_s"],
+        }
+
+
+@hookimpl
+def harness_workloads() -> list[Workload]:
+    return [CnnScaling()]
+
+
+@hookimpl
+def harness_run_finished(records: list[dict[str, Any]], out_dir) -> None:
+    from harness_plugins.cnn_scaling.plot import plot_scaling
+
+    plot_scaling(records, out_dir)

@@ -1,0 +1,97 @@
+"""cnn_scaling: layer tables against published counts, collective formulas by hand, the workload."""
+import math
+
+import pytest
+
+from conftest import read_jsonl
+from harness_plugins.cnn_scaling.layers import NETWORKS, Layer, totals
+from harness_plugins.cnn_scaling.model import (Network, Node, allreduce_time, best_allreduce, gemm_time,
+                                               iteration, scaling)
+
+
+@pytest.mark.parametrize("name, params_m, gmacs", [
+    ("alexnet", 61.1, 0.714),      # torchvision AlexNet: 61.1 M parameters, 0.71 GMACs
+    ("vgg16", 138.36, 15.47),      # Simonyan & Zisserman: 138 M; 15.5 GMACs
+    ("resnet50", 25.56, 4.09),     # He et al. / torchvision v1.5: 25.6 M; ~4.1 G multiply-adds
+    ("googlenet", 6.8, 1.5),       # Szegedy et al.: ~6.8 M parameters, ~1.5 G multiply-adds
+])
+def test_layer_tables_match_published_totals(name, params_m, gmacs) -> None:
+    t = totals(NETWORKS[name]())
+    assert t["params"] / 1e6 == pytest.approx(params_m, rel=0.05)
+    assert t["forward_macs"] / 1e9 == pytest.approx(gmacs, rel=0.06)
+
+
+def test_conv_as_gemm_shapes() -> None:
+    conv = Layer("c", cin=3, cout=64, kh=7, kw=7, ho=112, wo=112)
+    g = conv.gemms(batch=2)
+    assert g["forward"] == (64, 2 * 112 * 112, 3 * 49)
+    assert g["backward_data"] == (3 * 49, 2 * 112 * 112, 64)
+    assert g["backward_weights"] == (64, 3 * 49, 2 * 112 * 112)
+    assert conv.params == 64 * 3 * 49 + 64
+
+
+def test_collective_formulas_by_hand() -> None:
+    net = Network(alpha=1e-6, beta=1e-9, gamma=1e-10)
+    n, p = 1e6, 8  # log2 8 = 3
+    assert allreduce_time(n, p, net, "recursive_doubling") == pytest.approx(3 * (1e-6 + 1e-3 + 1e-4))
+    assert allreduce_time(n, p, net, "rabenseifner") == pytest.approx(6e-6 + 2 * 7 / 8 * 1e-3 + 7 / 8 * 1e-4)
+    assert allreduce_time(n, p, net, "ring") == pytest.approx(14e-6 + 2 * 7 / 8 * 1e-3 + 7 / 8 * 1e-4)
+    assert allreduce_time(n, p, net, "binomial") == pytest.approx(6 * (1e-6 + 1e-3) + 3 * 1e-4)
+    assert allreduce_time(n, 6, net, "recursive_doubling") == pytest.approx(3 * (1e-6 + 1e-3 + 1e-4))  # ceil
+    assert allreduce_time(n, 1, net, "ring") == 0.0
+    # Latency-bound small messages pick recursive doubling; bandwidth-bound large ones Rabenseifner/ring.
+    assert best_allreduce(8, 64, net)[0] == "recursive_doubling"
+    assert best_allreduce(1e8, 64, net)[0] in ("rabenseifner", "ring")
+
+
+def test_roofline_gemm_and_scaling_shape() -> None:
+    node = Node(peak_flops=1e12, bandwidth=1e11, bytes_per_elem=4)
+    assert gemm_time(1000, 1000, 1000, node) == pytest.approx(2e9 / 1e12)            # compute bound
+    assert gemm_time(1, 1, 1_000_000, node) == pytest.approx(4 * 2_000_001 / 1e11)   # memory bound
+    net = Network(alpha=1e-6, beta=1 / 12.5e9)
+    layers = NETWORKS["resnet50"]()
+    curve = scaling(layers, 256, [1, 2, 16, 256], node, net)
+    effs = [c["efficiency"] for c in curve]
+    assert effs[0] == pytest.approx(1.0) and all(a >= b for a, b in zip(effs, effs[1:]))
+    plain = iteration(layers, 256, 16, node, net)
+    overlapped = iteration(layers, 256, 16, node, net, overlap=True)
+    assert overlapped["iteration_s"] <= plain["iteration_s"]
+    assert overlapped["iteration_s"] >= max(plain["compute_s"], plain["comm_s"]) - 1e-12
+
+
+def test_model_mode_records_are_labelled_and_fast(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "cnn_scaling", "--ranks", "1", "--repeats", "3",
+                    "--param", "profile=skylake-8160,thunderx2-cn9980,power9-cte,v100-sxm2", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = read_jsonl(tmp_path / "results.jsonl")
+    assert len(records) == 4
+    for rec in records:
+        m = rec["metrics"]
+        assert m["kind"] == "model" and rec["stats"]["median"] < 5.0
+        assert len(m["resnet50_efficiency"]) == len(m["nodes"]) == 11
+        assert all(c["passed"] is None and "not applicable" in c["reason"] for c in rec["claims"])
+    assert (tmp_path / "cnn_scaling_model.png").stat().st_size > 10_000
+    bad = harness_cli("run", "--workload", "cnn_scaling", "--param", "profile=skylake", "--out", str(tmp_path))
+    assert bad.returncode == 2 and "did you mean 'skylake-8160'" in bad.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+@pytest.mark.torch
+def test_validate_two_ranks_records_predictions_and_residuals(harness_cli, tmp_path) -> None:
+    pytest.importorskip("torch")
+    r = harness_cli("run", "--workload", "cnn_scaling", "--size", "smoke", "--param", "mode=validate",
+                    "--ranks", "2", "--repeats", "1", "--warmup", "0", "--out", str(tmp_path), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = read_jsonl(tmp_path / "results.jsonl")[0]
+    m = rec["metrics"]
+    assert m["kind"] == "validation"
+    n = len(m["allreduce_bytes"])
+    assert n >= 4 and len(m["allreduce_predicted_s"]) == len(m["allreduce_measured_s"]) == n
+    for pred, meas, res in zip(m["allreduce_predicted_s"], m["allreduce_measured_s"], m["allreduce_residuals"]):
+        assert res == pytest.approx((pred - meas) / meas)
+    assert len(m["gemm_kernels"]) == 12 and len(m["gemm_residuals"]) == 12  # 4 layers x 3 GEMMs
+    assert all(math.isfinite(x) for x in m["gemm_predicted_s"])
+    assert rec["comm"]["ops"]["Allreduce"]["calls"] > n * 20
+    assert {c["metric"]: c["passed"] is not None for c in rec["claims"]} == {
+        "gemm_residual_median": True, "allreduce_residual_max": True, "eff_gap_model": True, "eff_gap_measured": True}
