@@ -38,7 +38,8 @@ def _context(name: str) -> tuple[Any, RunContext]:
     clock = PhaseClock()
     ctx = RunContext(params=params, size="smoke", threads=1,
                      artifact_dir=__import__("pathlib").Path(tempfile.mkdtemp(prefix="asv-")),
-                     clock=clock, _comm=ProfiledComm(MPI.COMM_SELF, clock))
+                     clock=clock, _comm=ProfiledComm(MPI.COMM_SELF, clock),
+                     profile_dirs=list(_REGISTRY.profile_dirs))
     workload.setup(ctx)
     return workload, ctx
 

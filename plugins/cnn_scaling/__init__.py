@@ -26,7 +26,7 @@ def _profiles(dirs: tuple[str, ...] | None = None) -> dict[str, Any]:
     import pathlib
 
     from harness.hardware.profiles import load_profiles
-    if dirs is None:
+    if not dirs:
         from harness.registry import build_registry
         paths = build_registry().profile_dirs
     else:
