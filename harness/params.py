@@ -80,3 +80,25 @@ class Param:
     def describe(self) -> str:
         """One line for ``harness list``: type, default, range."""
         return f"{self.type.__name__}={self.default!r}{self._range_text()}"
+
+
+def parse_int_list(text: str, what: str, minimum: int = 1, maximum: int | None = None) -> list[int]:
+    """``"1,2,4"`` or ``"1:2:4"`` -> ``[1, 2, 4]`` for list-valued options and params; bad text
+    is a UsageError naming ``what`` (e.g. ``"--ranks"`` or ``"param nodes"``) and the fix.
+
+    On the command line ``--param k=a,b`` sweeps a and b, so a list-valued param is written
+    with colons there: ``--param nodes=1:2:4``."""
+    try:
+        values = [int(v) for v in split_list(text)]
+    except ValueError:
+        raise UsageError(f"{what} {text!r}: expected integers such as 1,2,4") from None
+    if not values or min(values) < minimum or (maximum is not None and max(values) > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise UsageError(f"{what} {text!r}: values must be {bound}")
+    return values
+
+
+def split_list(text: str) -> list[str]:
+    """Items of a list-valued string param, separated by commas, colons or spaces."""
+    import re
+    return [v for v in re.split(r"[,:\s]+", text) if v]

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from harness.commands.common import console, err_console, machine, registry, warn_problems
 from harness.errors import UsageError
+from harness.params import parse_int_list
 from harness.execute import Session, execute
 from harness.plan import Overrides, expand, find_suite, parse_param_options, read_suite
 from harness.results.store import RESULTS_NAME, append_record, read_records
@@ -48,15 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _int_list(text: str | None, option: str) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise UsageError(f"{option} {text!r}: expected integers such as 2 or 1,2,4") from None
-    if not values or min(values) < 1:
-        raise UsageError(f"{option} {text!r}: values must be >= 1")
-    return values
+    return None if text is None else parse_int_list(text, option)
 
 
 def _check_positive(args: argparse.Namespace) -> None:

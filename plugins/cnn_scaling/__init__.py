@@ -15,7 +15,8 @@ import functools
 from typing import Any
 
 from harness import Claim, Param, Workload, hookimpl
-from harness.errors import UsageError, did_you_mean
+from harness.errors import did_you_mean
+from harness.params import parse_int_list, split_list
 
 PAPER = "Castello, Dolz, Quintana-Orti, Duato. Theoretical Scalability Analysis of Distributed Deep CNNs. HPML 2019"
 VALIDATE = {"mode": ("==", "validate")}
@@ -35,13 +36,7 @@ def _profiles(dirs: tuple[str, ...] | None = None) -> dict[str, Any]:
 
 
 def _ints(text: str, name: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise UsageError(f"param {name}={text!r}: expected integers such as 1,2,4") from None
-    if not values or min(values) < 1:
-        raise UsageError(f"param {name}={text!r}: values must be >= 1")
-    return values
+    return parse_int_list(text, f"param {name}")
 
 
 class CnnScaling(Workload):
@@ -51,7 +46,7 @@ class CnnScaling(Workload):
     frameworks = ("numpy", "mpi")
     params = {
         "mode": Param(str, default="model", choices=("model", "validate")),
-        "networks": Param(str, default="alexnet,vgg16,resnet50,googlenet", help="comma separated"),
+        "networks": Param(str, default="alexnet,vgg16,resnet50,googlenet", help="e.g. alexnet:resnet50 (commas in --param sweep)"),
         "profile": Param(str, default="skylake-8160", help="hardware profile for mode=model"),
         "batch": Param(int, default=256, minimum=1, help="global batch (strong scaling)"),
         "nodes": Param(str, default="1,2,4,8,16,32,64,128,256,512,1024"),
@@ -90,7 +85,7 @@ class CnnScaling(Workload):
         from harness_plugins.cnn_scaling.layers import NETWORKS
 
         _ints(params["nodes"], "nodes")
-        for net in params["networks"].split(","):
+        for net in split_list(params["networks"]):
             if net.strip() not in NETWORKS:
                 raise did_you_mean("network (param networks)", net.strip(), NETWORKS)
         if params["mode"] == "model" and params["profile"] not in _profiles():
@@ -125,7 +120,7 @@ class CnnScaling(Workload):
         out: dict[str, Any] = {"kind": "model", "profile": p["profile"], "link_gbs": link, "latency_us": lat,
                                "node_gflops": peak / 1e9, "node_gbs": node.bandwidth / 1e9, "nodes": nodes}
         with ctx.phase("model"):
-            for name in p["networks"].split(","):
+            for name in split_list(p["networks"]):
                 layers = NETWORKS[name.strip()]()
                 curve = scaling(layers, p["batch"], nodes, node, net, p["algorithm"], p["overlap"])
                 t = totals(layers)

@@ -17,18 +17,13 @@ import numpy as np
 
 from harness import Claim, Param, Workload, hookimpl
 from harness.errors import UsageError
+from harness.params import parse_int_list, split_list
 
 DTYPES = {"fp64": np.float64, "fp32": np.float32}
 
 
 def _int_list(text: str, name: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise UsageError(f"param {name}={text!r}: expected sizes such as 128,512,2048") from None
-    if not values or min(values) < 8 or max(values) > 32768:
-        raise UsageError(f"param {name}={text!r}: sizes must be between 8 and 32768")
-    return values
+    return parse_int_list(text, f"param {name}", minimum=8, maximum=32768)
 
 
 class Roofline(Workload):
@@ -38,8 +33,8 @@ class Roofline(Workload):
     frameworks = ("blas",)
     requires = ("numba",)
     params = {
-        "gemm_sizes": Param(str, default="128,512,1024,2048", help="square GEMM orders, comma separated"),
-        "dtypes": Param(str, default="fp64,fp32", help="fp64 and/or fp32"),
+        "gemm_sizes": Param(str, default="128,512,1024,2048", help="square GEMM orders, e.g. 128:512:2048 (commas in --param sweep)"),
+        "dtypes": Param(str, default="fp64,fp32", help="fp64, fp32 or fp64:fp32"),
         "gemm_reps": Param(int, default=3, minimum=1, maximum=100, help="calls per size; the best is kept"),
         "triad_mib": Param(int, default=256, minimum=1, maximum=65536, help="MiB per triad array (3 arrays)"),
         "seed": Param(int, default=0, minimum=0),
@@ -55,7 +50,7 @@ class Roofline(Workload):
 
     def check_params(self, params: dict[str, Any]) -> None:
         _int_list(params["gemm_sizes"], "gemm_sizes")
-        bad = [d for d in params["dtypes"].split(",") if d.strip() not in DTYPES]
+        bad = [d for d in split_list(params["dtypes"]) if d.strip() not in DTYPES]
         if bad or not params["dtypes"].strip():
             raise UsageError(f"param dtypes={params['dtypes']!r}: use fp64, fp32 or fp64,fp32")
 
@@ -67,7 +62,7 @@ class Roofline(Workload):
         p = ctx.params
         rng = np.random.default_rng(p["seed"])
         mats = {}
-        for dname in p["dtypes"].split(","):
+        for dname in split_list(p["dtypes"]):
             for n in _int_list(p["gemm_sizes"], "gemm_sizes"):
                 a = rng.standard_normal((n, n)).astype(DTYPES[dname.strip()])
                 b = rng.standard_normal((n, n)).astype(DTYPES[dname.strip()])
