@@ -1,0 +1,170 @@
+"""The distributed sub-cluster split/merge sampler (Chang & Fisher 2013; DPMMSubClusters.jl).
+
+Rank 0 (the master) samples cluster and sub-cluster parameters and weights and broadcasts
+them; every rank holds its shard of the data with labels and sub-labels, samples them with
+a restricted Gibbs step (vectorised: one BLAS triangular solve per cluster for all points),
+and only sufficient statistics (N, sum x, sum x x^T per cluster and sub-cluster) are
+reduced: the bytes per iteration depend on K and D, never on N. Rank 0 then proposes splits
+(a cluster into its two sub-clusters) and merges (pairs), accepts them by the
+Metropolis-Hastings ratios of ``moves.py``, and broadcasts the relabelling.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness_plugins.dpmm.moves import log_h_merge, log_h_split
+from harness_plugins.dpmm.niw import NIW, gaussian_loglik
+
+
+@dataclass
+class Settings:
+    alpha: float = 10.0
+    iterations: int = 100
+    burnout: int = 20
+    split_stop: int = 5
+    argmax_stop: int = 5
+
+
+@dataclass
+class Master:
+    """What only rank 0 keeps: the prior, cluster ages and the master's random stream."""
+
+    prior: NIW
+    rng: np.random.Generator
+    burnout: int = 20
+    ages: list[int] = field(default_factory=lambda: [0])
+
+
+def local_stats(x: np.ndarray, z: np.ndarray, s: np.ndarray, k: int) -> np.ndarray:
+    """(K, 2, 1 + D + D^2) sufficient statistics of this shard, one row per (cluster, side)."""
+    d = x.shape[1]
+    out = np.zeros((k, 2, 1 + d + d * d))
+    group = 2 * z + s
+    for g in range(2 * k):
+        xg = x[group == g]
+        if len(xg):
+            out[g // 2, g % 2, 0] = len(xg)
+            out[g // 2, g % 2, 1:1 + d] = xg.sum(axis=0)
+            out[g // 2, g % 2, 1 + d:] = (xg.T @ xg).ravel()
+    return out
+
+
+def _unpack(row: np.ndarray, d: int) -> tuple[float, np.ndarray, np.ndarray]:
+    return row[0], row[1:1 + d], row[1 + d:].reshape(d, d)
+
+
+def sample_model(stats: np.ndarray, master: Master, alpha: float) -> dict[str, Any]:
+    """Weights and (sub-)cluster parameters from the posterior given the reduced statistics."""
+    k, _, width = stats.shape
+    d = int((-1 + np.sqrt(1 + 4 * (width - 1))) / 2)
+    rng, prior = master.rng, master.prior
+    n = stats[:, :, 0].sum(axis=1)
+    weights = rng.dirichlet(np.append(n, alpha))[:k]
+    model = {"log_w": np.log(weights), "mu": np.zeros((k, d)), "sigma": np.zeros((k, d, d)),
+             "sub_log_w": np.zeros((k, 2)), "sub_mu": np.zeros((k, 2, d)), "sub_sigma": np.zeros((k, 2, d, d))}
+    for j in range(k):
+        total = stats[j, 0] + stats[j, 1]
+        model["mu"][j], model["sigma"][j] = prior.posterior(*_unpack(total, d)).sample(rng)
+        sub_n = stats[j, :, 0]
+        model["sub_log_w"][j] = np.log(rng.dirichlet(sub_n + alpha / 2))
+        for side in (0, 1):
+            model["sub_mu"][j, side], model["sub_sigma"][j, side] = prior.posterior(*_unpack(stats[j, side], d)).sample(rng)
+    return model
+
+
+def sample_labels(x: np.ndarray, model: dict[str, Any], rng: np.random.Generator,
+                  hard: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """Restricted Gibbs (no new clusters) for labels, then sub-labels; returns the shard's log-likelihood."""
+    k = len(model["log_w"])
+    ll = np.empty((len(x), k))
+    for j in range(k):
+        ll[:, j] = model["log_w"][j] + gaussian_loglik(x, model["mu"][j], model["sigma"][j])
+    noise = 0.0 if hard else rng.gumbel(size=ll.shape)
+    z = np.argmax(ll + noise, axis=1)
+    loglik = float(ll[np.arange(len(x)), z].sum())
+    s = np.zeros(len(x), dtype=np.int64)
+    for j in range(k):
+        idx = np.flatnonzero(z == j)
+        if not len(idx):
+            continue
+        sub = np.stack([model["sub_log_w"][j, side] + gaussian_loglik(x[idx], model["sub_mu"][j, side],
+                                                                       model["sub_sigma"][j, side])
+                        for side in (0, 1)], axis=1)
+        s[idx] = np.argmax(sub + (0.0 if hard else rng.gumbel(size=sub.shape)), axis=1)
+    return z, s, loglik
+
+
+def propose_moves(stats: np.ndarray, master: Master, alpha: float, allow: bool) -> dict[str, Any]:
+    """Rank 0: accepted splits and merges, as a relabelling every rank applies identically."""
+    k, _, width = stats.shape
+    d = int((-1 + np.sqrt(1 + 4 * (width - 1))) / 2)
+    prior, rng = master.prior, master.rng
+    logm = lambda row: prior.log_marginal(*_unpack(row, d))  # noqa: E731
+    splits, merges, reset = [], [], []
+    empty = [j for j in range(k) if stats[j, :, 0].sum() == 0]
+    for j in range(k):
+        if j in empty:
+            continue
+        if stats[j, 0, 0] == 0 or stats[j, 1, 0] == 0:
+            reset.append(j)  # a "bad" sub-cluster: re-draw its sub-labels
+    if allow:
+        for j in range(k):
+            if master.ages[j] < master.burnout or j in reset or j in empty:
+                continue
+            h = log_h_split(alpha, stats[j, 0, 0], stats[j, 1, 0], logm(stats[j, 0]), logm(stats[j, 1]),
+                            logm(stats[j, 0] + stats[j, 1]))
+            if h > np.log(rng.random()):
+                splits.append(j)
+        taken = set(splits)
+        for a in range(k):
+            for b in range(a + 1, k):
+                if {a, b} & (taken | set(empty)) or min(master.ages[a], master.ages[b]) < master.burnout:
+                    continue
+                sa, sb = stats[a, 0] + stats[a, 1], stats[b, 0] + stats[b, 1]
+                h = log_h_merge(alpha, sa[0], sb[0], logm(sa), logm(sb), logm(sa + sb))
+                if h > np.log(rng.random()):
+                    merges.append((a, b))
+                    taken |= {a, b}
+    return {"splits": splits, "merges": merges, "reset": reset, "empty": empty}
+
+
+def apply_moves(z: np.ndarray, s: np.ndarray, moves: dict[str, Any], k: int,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """Relabel a shard: a split sends sub-cluster r to a new label; a merge joins b into a
+    (a's points become sub l, b's sub r); empty labels are compacted. Returns (z, s, K, old->new)."""
+    z, s = z.copy(), s.copy()
+    new = k
+    for j in moves["splits"]:
+        right = (z == j) & (s == 1)
+        z[right] = new
+        for lab in (j, new):
+            idx = z == lab
+            s[idx] = rng.integers(0, 2, idx.sum())
+        new += 1
+    for a, b in moves["merges"]:
+        s[z == a] = 0
+        s[z == b] = 1
+        z[z == b] = a
+    for j in moves["reset"]:
+        idx = z == j
+        s[idx] = rng.integers(0, 2, idx.sum())
+    merged_away = {b for _, b in moves["merges"]} | set(moves.get("empty", []))
+    keep = [j for j in range(new) if j not in merged_away]
+    remap = np.full(new, -1)
+    remap[keep] = np.arange(len(keep))
+    return remap[z], s, len(keep), remap
+
+
+def next_ages(ages: list[int], moves: dict[str, Any], remap: np.ndarray) -> list[int]:
+    """Cluster ages after the moves: +1 for untouched clusters, 0 for split and merged ones."""
+    fresh = set(moves["splits"]) | {a for a, _ in moves["merges"]}
+    extended = [0 if j in fresh else age + 1 for j, age in enumerate(ages)]
+    extended += [0] * (len(remap) - len(ages))  # the new halves of splits
+    out = [0] * int(remap.max() + 1)
+    for old, new in enumerate(remap):
+        if new >= 0:
+            out[new] = extended[old]
+    return out

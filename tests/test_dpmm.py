@@ -1,0 +1,95 @@
+"""dpmm: NIW algebra, split/merge ratios by hand, relabelling, and the distributed chain."""
+import math
+
+import numpy as np
+import pytest
+
+from conftest import read_jsonl
+from harness_plugins.dpmm.moves import log_h_merge, log_h_split
+from harness_plugins.dpmm.niw import NIW, stats_of
+from harness_plugins.dpmm.sampler import apply_moves, local_stats, next_ages
+
+
+def test_niw_posterior_against_direct_computation() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(7, 3))
+    prior = NIW(np.array([1.0, -1.0, 0.5]), 2.0, 6.0, np.eye(3) * 2)
+    post = prior.posterior(*stats_of(x))
+    xbar = x.mean(axis=0)
+    scatter = (x - xbar).T @ (x - xbar)
+    assert post.kappa == 9.0 and post.nu == 13.0
+    np.testing.assert_allclose(post.m, (2.0 * prior.m + 7 * xbar) / 9.0)
+    dev = xbar - prior.m
+    np.testing.assert_allclose(post.psi, prior.psi + scatter + (2.0 * 7 / 9.0) * np.outer(dev, dev), rtol=1e-12)
+
+
+def test_marginal_likelihood_of_one_point_is_the_student_t_predictive() -> None:
+    from scipy.stats import multivariate_t
+
+    prior = NIW(np.zeros(2), 1.5, 5.0, np.array([[2.0, 0.3], [0.3, 1.0]]))
+    x = np.array([[0.7, -1.2]])
+    dof = prior.nu - 2 + 1
+    shape = prior.psi * (prior.kappa + 1) / (prior.kappa * dof)
+    expected = multivariate_t(loc=prior.m, shape=shape, df=dof).logpdf(x[0])
+    assert prior.log_marginal(*stats_of(x)) == pytest.approx(expected, rel=1e-10)
+    # chain rule: m(x1, x2) = m(x1) * p(x2 | x1)
+    x2 = np.array([[0.1, 0.4]])
+    post = prior.posterior(*stats_of(x))
+    dof2 = post.nu - 1
+    pred = multivariate_t(loc=post.m, shape=post.psi * (post.kappa + 1) / (post.kappa * dof2), df=dof2).logpdf(x2[0])
+    assert prior.log_marginal(*stats_of(np.vstack([x, x2]))) == pytest.approx(expected + pred, rel=1e-10)
+
+
+def test_split_and_merge_ratios_by_hand() -> None:
+    a, nl, nr, ml, mr, m = 10.0, 3.0, 2.0, -4.0, -3.0, -9.5
+    split = math.log(10) + math.lgamma(3) + ml + math.lgamma(2) + mr - math.lgamma(5) - m
+    assert log_h_split(a, nl, nr, ml, mr, m) == pytest.approx(split)
+    merge = (-math.log(10) + math.lgamma(10) - 2 * math.lgamma(5) + math.lgamma(5) - math.lgamma(15)
+             + math.lgamma(3 + 5) - math.lgamma(3) + math.lgamma(2 + 5) - math.lgamma(2) + m - ml - mr)
+    assert log_h_merge(a, nl, nr, ml, mr, m) == pytest.approx(merge)
+    assert log_h_split(a, 0, 5, ml, mr, m) == -math.inf
+
+
+def test_relabelling_split_merge_and_ages() -> None:
+    rng = np.random.default_rng(0)
+    z = np.array([0, 0, 0, 1, 1, 2])
+    s = np.array([0, 1, 1, 0, 1, 0])
+    zz, ss, k, remap = apply_moves(z, s, {"splits": [0], "merges": [(1, 2)], "reset": [], "empty": []}, 3, rng)
+    assert k == 3  # 3 clusters + 1 split - 1 merged away
+    assert list(zz) == [0, 2, 2, 1, 1, 1]  # sub r of 0 became a new cluster; 2 joined 1
+    assert list(ss[3:]) == [0, 0, 1]  # 1's points sub l, 2's sub r
+    assert next_ages([30, 25, 40], {"splits": [0], "merges": [(1, 2)]}, remap) == [0, 0, 0]
+    stats = local_stats(np.arange(12.0).reshape(6, 2), zz, ss, k)
+    assert stats[:, :, 0].sum() == 6 and stats.shape == (3, 2, 1 + 2 + 4)
+
+
+@pytest.mark.mpi
+def test_bytes_per_iteration_do_not_grow_with_n(harness_cli, tmp_path) -> None:
+    out = tmp_path / "res"
+    r = harness_cli("run", "--workload", "dpmm", "--size", "smoke", "--ranks", "2", "--param", "n=2000,40000",
+                    "--param", "iterations=4", "--param", "baseline=false", "--repeats", "1", "--warmup", "0",
+                    "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    small, large = read_jsonl(out / "results.jsonl")
+    assert small["metrics"]["k_curve"] == large["metrics"]["k_curve"] == [1, 1, 1, 1]  # no split before burnout
+    assert small["metrics"]["comm_bytes_per_iteration"] == large["metrics"]["comm_bytes_per_iteration"]
+    assert small["comm"]["ops"]["Allreduce"]["bytes"] == large["comm"]["ops"]["Allreduce"]["bytes"]
+    assert small["metrics"]["models_identical_on_all_ranks"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_two_ranks_recover_the_clusters(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "dpmm", "--ranks", "2", "--repeats", "1", "--warmup", "0",
+                    "--out", str(tmp_path), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = read_jsonl(tmp_path / "results.jsonl")[0]
+    m = rec["metrics"]
+    assert m["models_identical_on_all_ranks"] is True
+    assert len(m["nmi_curve"]) == 100 and m["k_curve"][0] == 1
+    # The chain is seeded; on this machine it finds K=6 with NMI 1.0. Allow for another CPU's
+    # rounding taking the chain elsewhere, but not for a sampler that does not work.
+    assert all(c["passed"] is not None for c in rec["claims"])
+    assert m["nmi"] >= 0.8 and m["k_error"] <= 2
+    assert 0 <= m["bgmm_nmi"] <= 1 + 1e-9 and m["bgmm_seconds"] > 0
+    assert rec["stats"]["median"] < 60
