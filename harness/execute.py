@@ -43,12 +43,18 @@ class Session:
     profile_data: dict[str, Any] = field(default_factory=dict)   # the matched profile's TOML, for workloads
 
     def baseline_metrics(self, case: Case, relative_to: dict[str, Any]) -> dict[str, Any] | None:
-        """Metrics of the latest ok record that is ``case`` with ``relative_to`` params swapped in."""
-        want = dict(case.params, **relative_to)
+        """Metrics of the latest ok record that is ``case`` with ``relative_to`` swapped in.
+
+        ``relative_to`` names params, or ``ranks``: a baseline at another rank count is matched
+        whatever its threads (the default thread count follows the ranks)."""
+        want = dict(case.params, **{k: v for k, v in relative_to.items() if k not in ("ranks", "threads")})
+        ranks = relative_to.get("ranks", case.ranks)
+        threads = relative_to.get("threads", None if "ranks" in relative_to else case.threads)
         for rec in reversed(self.history):
             if (rec["workload"]["name"] == case.workload and rec["size"] == case.size
                     and rec["params"] == want and rec["backend"]["requested"] == case.backend
-                    and rec["launch"]["ranks"] == case.ranks and rec["launch"]["threads"] == case.threads):
+                    and rec["launch"]["ranks"] == ranks
+                    and (threads is None or rec["launch"]["threads"] == threads)):
                 return rec["metrics"]
         return None
 
@@ -218,7 +224,7 @@ def fill_from_result(record: dict[str, Any], result: dict[str, Any], case: Case,
                              evidence=v["evidence"], warnings=v["warnings"])
     workload = session.registry.workload(case.workload)
     record["claims"] = [
-        c.evaluate(record["metrics"], case.params,
+        c.evaluate(record["metrics"], {**case.params, "ranks": case.ranks, "threads": case.threads},
                    session.baseline_metrics(case, c.relative_to) if c.relative_to else None)
         for c in workload.claims]
     if case.backend and not (v["ok"] and all(result.get("verification_per_rank_ok", [True]))):

@@ -46,7 +46,7 @@ class Claim:
 
     A relative claim compares a case with its baseline case: ``relative_to={"msf": 1}``
     names the baseline (same workload, size, backend, ranks, threads and other params, with
-    these params replaced), and ``transform`` turns (value, baseline value) into the measured
+    these params replaced; ``{"ranks": 1}`` compares with the single-rank case), and ``transform`` turns (value, baseline value) into the measured
     figure ("reduction", "speedup" or "ratio"). ``when={"msf": (">=", 64)}`` limits a claim to
     the cases it speaks about; elsewhere it is recorded as not applicable.
     """

@@ -9,7 +9,8 @@ FIGURE_NAME = "dpmm.png"
 
 
 def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.Path | None:
-    mine = [r for r in records if r["workload"]["name"] == "dpmm" and r["status"] == "ok"]
+    mine = [r for r in records if r["workload"]["name"] == "dpmm" and r["status"] == "ok"
+            and r["params"].get("application", "clustering") == "clustering"]
     if not mine:
         return None
     import matplotlib
@@ -20,7 +21,7 @@ def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.P
     for ax, key in zip(axes[:2], ("n", "d")):
         lines: dict[int, list[tuple[float, float]]] = defaultdict(list)
         for r in mine:
-            lines[r["launch"]["ranks"]].append((r["params"][key], r["metrics"]["iteration_s"]))
+            lines[r["launch"]["ranks"]].append((r["metrics"][key], r["metrics"]["iteration_s"]))
         for ranks, pts in sorted(lines.items()):
             pts.sort()
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"{ranks} ranks")
@@ -35,7 +36,8 @@ def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.P
             axes[2].plot(curve, label=f"N={r['params']['n']} D={r['params']['d']} r{r['launch']['ranks']}")
     axes[2].set_xlabel("iteration")
     axes[2].set_ylabel("NMI vs ground truth")
-    axes[2].legend(fontsize=7)
+    if axes[2].get_lines():
+        axes[2].legend(fontsize=7)
     fig.suptitle("dpmm: sub-cluster split/merge sampler")
     fig.tight_layout()
     path = pathlib.Path(out_dir) / FIGURE_NAME

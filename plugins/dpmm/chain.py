@@ -1,0 +1,74 @@
+"""One chain of the distributed sampler, shared by the clustering and the image-patch applications."""
+from __future__ import annotations
+
+import time
+import zlib
+from typing import Any
+
+import numpy as np
+
+from harness_plugins.dpmm.niw import NIW
+from harness_plugins.dpmm.sampler import (Master, Settings, apply_moves, local_stats, next_ages,
+                                          propose_moves, sample_labels, sample_model)
+
+
+def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
+              evaluate_nmi: bool = True) -> dict[str, Any]:
+    """Run ``p["iterations"]`` from one cluster on this rank's shard ``x``. With ``evaluate_nmi``
+    (the same on every rank) labels are gathered and scored against ``truth`` (held by rank 0,
+    all points in rank order). Returns metrics, this rank's final labels and the final model."""
+    from sklearn.metrics import normalized_mutual_info_score
+
+    comm = ctx.comm
+    cfg = Settings(alpha=p["alpha"], iterations=p["iterations"], burnout=p["burnout"])
+    rng = np.random.default_rng([p["seed"], ctx.rank, ctx.repeat + 1000 * ctx.warmup])
+    master = Master(NIW.default(x.shape[1]), np.random.default_rng([p["seed"], 999]), burnout=cfg.burnout)
+    k, z, s = 1, np.zeros(len(x), dtype=np.int64), rng.integers(0, 2, len(x))
+    nmi_curve, k_curve, iter_s, bytes_per_iter = [], [], [], []
+    agree = True
+    loglik = 0.0
+    for it in range(cfg.iterations):
+        t_it = time.perf_counter()
+        bytes0 = sum(comm.counters(op)[1] for op in ("Allreduce", "bcast"))
+        with ctx.phase("local"):
+            stats = local_stats(x, z, s, k)
+        total = np.empty_like(stats)
+        comm.Allreduce(stats, total)
+        with ctx.phase("master"):
+            model = sample_model(total, master, cfg.alpha) if ctx.is_root else None
+        model = comm.bcast(model, root=0)
+        hard = it >= cfg.iterations - cfg.argmax_stop
+        with ctx.phase("local"):
+            z, s, ll_local = sample_labels(x, model, rng, hard)
+            stats = local_stats(x, z, s, k)
+        comm.Allreduce(stats, total)
+        allow = it < cfg.iterations - cfg.split_stop
+        with ctx.phase("master"):
+            moves = propose_moves(total, master, cfg.alpha, allow) if ctx.is_root else None
+        moves = comm.bcast(moves, root=0)
+        with ctx.phase("local"):
+            z, s, k_new, remap = apply_moves(z, s, moves, k, rng)
+            if ctx.is_root:
+                master.ages = next_ages(master.ages, moves, remap)
+            k = k_new
+        bytes_per_iter.append(sum(comm.counters(op)[1] for op in ("Allreduce", "bcast")) - bytes0)
+        iter_s.append(time.perf_counter() - t_it)
+        with ctx.phase("eval"):  # evaluation only: unprofiled, not part of the algorithm's traffic
+            raw = comm.raw
+            loglik = raw.allreduce(ll_local)
+            digests = raw.allgather(zlib.crc32(model["mu"].tobytes() + model["sigma"].tobytes()
+                                               + repr(moves).encode()))
+            agree &= len(set(digests)) == 1
+            if evaluate_nmi and (p["nmi_curve"] or it == cfg.iterations - 1):
+                labels = raw.gather(z, root=0)
+                if ctx.is_root:
+                    # shards are contiguous row blocks in rank order, so the gathered labels line up with y
+                    nmi_curve.append(float(normalized_mutual_info_score(truth, np.concatenate(labels))))
+            k_curve.append(k)
+    metrics = {
+        "k_found": k, "nmi": nmi_curve[-1] if nmi_curve else None, "nmi_curve": nmi_curve, "k_curve": k_curve,
+        "loglik": loglik, "iteration_s": float(np.mean(iter_s)),
+        "comm_bytes_per_iteration": float(np.median(bytes_per_iter)),
+        "models_identical_on_all_ranks": agree,
+    }
+    return {"metrics": metrics, "z": z, "model": model}
