@@ -232,4 +232,10 @@ def fill_from_result(record: dict[str, Any], result: dict[str, Any], case: Case,
         record["reason"] = f"backend {case.backend!r} verification failed: {v['reason'] or 'see evidence'}"
         return
     record["status"] = "ok"
-    record["reason"] = "unstable: CoV above threshold" if record["stats"]["unstable"] else ""
+    stats = record["stats"]
+    if not stats["unstable"]:
+        record["reason"] = ""
+    elif stats["n"] < 3:
+        record["reason"] = f"unstable: only {stats['n']} sample(s); use --repeats 3 or more for statistics"
+    else:
+        record["reason"] = f"unstable: CoV {stats['cov']:.2f} above {session.unstable_cov:g}"

@@ -169,9 +169,11 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                     cases.append(Case(
                         workload=name, size=size, params=params, backend=backend, ranks=ranks,
                         threads=threads,
-                        repeats=_positive_int(cli.repeats or entry.get("repeats", DEFAULT_REPEATS), "repeats"),
-                        warmup=_positive_int(cli.warmup if cli.warmup is not None
-                                             else entry.get("warmup", DEFAULT_WARMUP), "warmup", 0),
+                        repeats=_positive_int(cli.repeats or entry.get("repeats", workload.default_repeats
+                                                                       or DEFAULT_REPEATS), "repeats"),
+                        warmup=_positive_int(cli.warmup if cli.warmup is not None else entry.get(
+                            "warmup", DEFAULT_WARMUP if workload.default_warmup is None else workload.default_warmup),
+                            "warmup", 0),
                         timeout=float(cli.timeout or entry.get("timeout", DEFAULT_TIMEOUT_S)),
                         swept={k: params[k] for k in keys}))
     unused = set(cli.params) - used_cli_params

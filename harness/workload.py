@@ -130,6 +130,8 @@ class Workload:
     sizes: ClassVar[dict[str, dict[str, Any]]] = {"smoke": {}, "small": {}, "paper": {}}
     default_size: ClassVar[str] = "small"
     default_ranks: ClassVar[int] = 1
+    default_repeats: ClassVar[int | None] = None   # None: the harness default (5); 1 for training workloads
+    default_warmup: ClassVar[int | None] = None    # None: the harness default (1)
     claims: ClassVar[list[Claim]] = []
 
     def setup(self, ctx: RunContext) -> None:

@@ -1,0 +1,102 @@
+"""Data-parallel training of the U-Net: each rank takes its slice of every global batch, the
+gradients are averaged with one profiled Allreduce per step (``ctx.comm``), then every rank takes
+the same optimizer step, so the replicas stay identical (checked with a checksum per step)."""
+from __future__ import annotations
+
+import time
+import zlib
+
+import numpy as np
+
+
+def _flat_grads(params, buf: np.ndarray) -> None:
+    i = 0
+    for p in params:
+        n = p.numel()
+        buf[i:i + n] = p.grad.detach().cpu().numpy().ravel()
+        i += n
+
+
+def _set_grads(params, buf: np.ndarray) -> None:
+    import torch
+
+    i = 0
+    for p in params:
+        n = p.numel()
+        p.grad.copy_(torch.from_numpy(buf[i:i + n]).view_as(p.grad).to(p.grad.device))
+        i += n
+
+
+def checksum(model) -> int:
+    """crc32 of every trainable parameter (BatchNorm running statistics stay per rank until the end)."""
+    return zlib.crc32(b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters()))
+
+
+def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: float, seed: int) -> dict:
+    """``steps`` of Adam on global batches of ``batch`` boxes; returns throughput and agreement."""
+    import torch
+
+    from harness_plugins.bragg_unet.unet import dice_bce_loss
+
+    dev = next(model.parameters()).device
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    params = [p for p in model.parameters()]
+    flat = np.empty(sum(p.numel() for p in params), dtype=np.float32)
+    out = np.empty_like(flat)
+    rng = np.random.default_rng(seed)  # same on every rank: the same global batches
+    per_rank = max(1, batch // ctx.nranks)
+    agree = True
+    t_fwd = t_bwd = t_opt = 0.0
+    model.train()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        idx = rng.choice(len(x), size=per_rank * ctx.nranks, replace=False)
+        mine = idx[ctx.rank * per_rank:(ctx.rank + 1) * per_rank]
+        xb = torch.from_numpy(x[mine]).to(dev)
+        yb = torch.from_numpy(y[mine][:, None].astype(np.float32)).to(dev)
+        with ctx.phase("forward"):
+            ta = time.perf_counter()
+            loss = dice_bce_loss(model(xb), yb)
+            t_fwd += time.perf_counter() - ta
+        with ctx.phase("backward"):
+            ta = time.perf_counter()
+            opt.zero_grad()
+            loss.backward()
+            t_bwd += time.perf_counter() - ta
+        if ctx.nranks > 1:
+            _flat_grads(params, flat)
+            ctx.comm.Allreduce(flat, out)
+            out /= ctx.nranks
+            _set_grads(params, out)
+        with ctx.phase("optimizer"):
+            ta = time.perf_counter()
+            opt.step()
+            t_opt += time.perf_counter() - ta
+        if ctx.nranks > 1:
+            sums = ctx.comm.raw.allgather(checksum(model))  # evaluation only, unprofiled
+            agree &= len(set(sums)) == 1
+    seconds = time.perf_counter() - t0
+    # BatchNorm running statistics are per rank (local batches); they are averaged once at the end.
+    if ctx.nranks > 1:
+        for buf in model.buffers():
+            if buf.dtype.is_floating_point:
+                arr = np.ascontiguousarray(buf.cpu().numpy())
+                total = np.empty_like(arr)
+                ctx.comm.raw.Allreduce(arr, total)
+                buf.copy_(torch.from_numpy(total / ctx.nranks).to(buf.device))
+    return {"train_s": seconds, "boxes_per_s": steps * per_rank * ctx.nranks / seconds,
+            "forward_s": t_fwd, "backward_s": t_bwd, "optimizer_s": t_opt, "replicas_identical": agree,
+            "final_loss": float(loss.detach())}
+
+
+def predict(model, x: np.ndarray, batch: int = 16) -> tuple[np.ndarray, float]:
+    import torch
+
+    dev = next(model.parameters()).device
+    model.eval()
+    outs = []
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for i in range(0, len(x), batch):
+            outs.append((model(torch.from_numpy(x[i:i + batch]).to(dev)) > 0).cpu().numpy()[:, 0])
+    return np.concatenate(outs), len(x) / (time.perf_counter() - t0)
