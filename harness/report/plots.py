@@ -6,12 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-
-def _plt() -> Any:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+from harness.plotting import pyplot as _plt
 
 
 def _png(fig: Any) -> bytes:

@@ -7,9 +7,9 @@ import numpy as np
 
 
 def box_figure(counts: np.ndarray, truth: np.ndarray, pred: np.ndarray, path: pathlib.Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from harness.plotting import pyplot, save_figure
+
+    plt = pyplot()
 
     c = counts.shape[0] // 2
     fig, axes = plt.subplots(3, 3, figsize=(8, 8))
@@ -18,6 +18,4 @@ def box_figure(counts: np.ndarray, truth: np.ndarray, pred: np.ndarray, path: pa
             axes[row, col].imshow(sl, cmap="viridis" if row == 0 else "gray")
             axes[row, col].set_title(f"{title}, {axis}", fontsize=8)
             axes[row, col].axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_figure(fig, path, dpi=90)

@@ -14,9 +14,9 @@ def plot_scaling(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathli
             and r["metrics"].get("kind") == "model"]
     if not mine:
         return None
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from harness.plotting import pyplot, save_figure
+
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, len(mine), figsize=(4.5 * len(mine), 4), squeeze=False)
     for ax, r in zip(axes[0], mine):
@@ -31,8 +31,4 @@ def plot_scaling(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathli
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle("cnn_scaling: model predictions (not measurements)")
-    fig.tight_layout()
-    path = pathlib.Path(out_dir) / FIGURE_NAME
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, pathlib.Path(out_dir) / FIGURE_NAME, dpi=100)

@@ -92,15 +92,13 @@ def denoise_run(ctx) -> dict[str, Any]:
 
 
 def _figure(ctx, clean: np.ndarray, noisy: np.ndarray, restored: np.ndarray) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from harness.plotting import pyplot, save_figure
+
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.6))
     for ax, img, title in zip(axes, (clean, noisy, restored), ("clean", "noisy", "DPMM denoised")):
         ax.imshow(img, cmap="gray", vmin=0, vmax=1)
         ax.set_title(title)
         ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(ctx.artifact_dir / "dpmm_denoise.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, ctx.artifact_dir / "dpmm_denoise.png", dpi=100)

@@ -13,9 +13,9 @@ def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.P
             and r["params"].get("application", "clustering") == "clustering"]
     if not mine:
         return None
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from harness.plotting import pyplot, save_figure
+
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     for ax, key in zip(axes[:2], ("n", "d")):
@@ -39,8 +39,4 @@ def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.P
     if axes[2].get_lines():
         axes[2].legend(fontsize=7)
     fig.suptitle("dpmm: sub-cluster split/merge sampler")
-    fig.tight_layout()
-    path = pathlib.Path(out_dir) / FIGURE_NAME
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, pathlib.Path(out_dir) / FIGURE_NAME, dpi=100)

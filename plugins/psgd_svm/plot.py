@@ -14,9 +14,9 @@ def plot_msf_sweep(records: list[dict[str, Any]], out_dir: pathlib.Path) -> path
             and r["params"]["algorithm"] == "parallel" and r["status"] == "ok"]
     if len({r["params"]["msf"] for r in mine}) < 2:
         return None
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from harness.plotting import pyplot, save_figure
+
+    plt = pyplot()
 
     lines: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in mine:
@@ -37,8 +37,4 @@ def plot_msf_sweep(records: list[dict[str, Any]], out_dir: pathlib.Path) -> path
     axes[0].set_yscale("log")
     axes[0].legend(fontsize=8)
     fig.suptitle("psgd_svm: last measured repeat per case (metrics of the record)")
-    fig.tight_layout()
-    path = pathlib.Path(out_dir) / FIGURE_NAME
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, pathlib.Path(out_dir) / FIGURE_NAME, dpi=110)

@@ -14,9 +14,9 @@ def plot_roofline(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathl
             and "peak_gflops_fp64" in r["metrics"]]
     if not mine:
         return None
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from harness.plotting import pyplot, save_figure
+
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 5))
     ai = np.logspace(-2, 3, 200)
@@ -34,8 +34,4 @@ def plot_roofline(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathl
     ax.set_title(f"measured roofline on {mine[0]['hardware']['cpu']['model']} (dots: DGEMM n/12)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = pathlib.Path(out_dir) / FIGURE_NAME
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, pathlib.Path(out_dir) / FIGURE_NAME, dpi=110)
