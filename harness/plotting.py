@@ -21,3 +21,20 @@ def save_figure(fig: Any, path: pathlib.Path | str, dpi: int = 100) -> pathlib.P
     fig.savefig(path, dpi=dpi)
     pyplot().close(fig)
     return path
+
+
+def draw_rooflines(ax: Any, ceilings: list[tuple[str, float, float]], title: str) -> list[Any]:
+    """min(peak GFLOP/s, intensity x GB/s) per (label, peak, bandwidth) on log axes; returns the lines
+    (so a caller can add measured points in the same colour)."""
+    import numpy as np
+
+    ai = np.logspace(-2, 3, 200)
+    lines = [ax.plot(ai, np.minimum(peak, ai * bw), label=label)[0] for label, peak, bw in ceilings]
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flop/byte)")
+    ax.set_ylabel("fp64 GFLOP/s")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return lines

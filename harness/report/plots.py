@@ -86,7 +86,7 @@ def phases_figure(group: pd.DataFrame, workload: str) -> bytes | None:
 
 def roofline_figure(df: pd.DataFrame) -> bytes | None:
     """Measured ceilings (records reporting peak_gflops_fp64 and triad_gbs) as rooflines."""
-    import numpy as np
+    from harness.plotting import draw_rooflines
 
     rows = [r for r in df.itertuples() if r.status == "ok"
             and {"peak_gflops_fp64", "triad_gbs"} <= set(r.metrics)]
@@ -94,18 +94,8 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ai = np.logspace(-2, 3, 200)
-    for r in rows:
-        m = r.metrics
-        ax.plot(ai, np.minimum(m["peak_gflops_fp64"], ai * m["triad_gbs"]),
-                label=f"{r.backend} {r.threads} thr, {r.machine[:24]}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (flop/byte)")
-    ax.set_ylabel("fp64 GFLOP/s")
-    ax.set_title("measured rooflines")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    draw_rooflines(ax, [(f"{r.backend} {r.threads} thr, {r.machine[:24]}", r.metrics["peak_gflops_fp64"],
+                         r.metrics["triad_gbs"]) for r in rows], "measured rooflines")
     return _png(fig)
 
 
