@@ -21,6 +21,7 @@ from harness.launch.mpi import find_mpiexec, mpi_command
 from harness.launch.process import ProcessResult, run_process
 from harness.plan import Case
 from harness.protocol.aggregate import comm_summary, phase_summary, repeat_samples, resource_summary
+from harness.protocol.pmpi import build_hook
 from harness.protocol.stats import UNSTABLE_COV, summarize
 from harness.provenance import numerics_environment, software
 from harness.registry import Registry
@@ -41,6 +42,14 @@ class Session:
     unstable_cov: float = UNSTABLE_COV
     history: list[dict[str, Any]] = field(default_factory=list)  # ok records, for relative claims
     profile_data: dict[str, Any] = field(default_factory=dict)   # the matched profile's TOML, for workloads
+    _pmpi: tuple[str | None, str] | None = None                    # (hook path, why none), built once
+
+    def allreduce_hook(self) -> tuple[str | None, str]:
+        """The compiled PMPI hook for MPI_Allreduce (built on first use), or None and why."""
+        if self._pmpi is None:
+            path, note = build_hook()
+            self._pmpi = (str(path) if path else None, note)
+        return self._pmpi
 
     def baseline_metrics(self, case: Case, relative_to: dict[str, Any]) -> dict[str, Any] | None:
         """Metrics of the latest ok record that is ``case`` with ``relative_to`` swapped in.
@@ -174,7 +183,8 @@ def execute(case: Case, session: Session) -> dict[str, Any]:
             "params": case.params, "size": case.size, "ranks": case.ranks, "threads": case.threads,
             "repeats": case.repeats, "warmup": case.warmup, "result_path": str(result_path),
             "artifact_dir": str(artifact_dir), "profile": session.profile_data,
-            "profile_dirs": [str(d) for d in reg.profile_dirs]}
+            "profile_dirs": [str(d) for d in reg.profile_dirs],
+            "pmpi_hook": session.allreduce_hook()[0]}
     spec_path = case_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
 
@@ -217,6 +227,10 @@ def fill_from_result(record: dict[str, Any], result: dict[str, Any], case: Case,
     record["comm"] = comm_summary(ranks, case.repeats)
     record["resources"] = resource_summary(ranks)
     record["software"] = dict(record["software"], mpi_library=result.get("mpi_library"))
+    if result.get("allreduce_profiler"):
+        note = session.allreduce_hook()[1] or result.get("allreduce_profiler_note", "")
+        record["protocol"].update(allreduce_profiler=result["allreduce_profiler"],
+                                  allreduce_profiler_note=note)
     record["metrics"] = result["metrics"]
     record["metric_samples"] = result["metric_samples"]
     v = result["verification"]

@@ -21,6 +21,7 @@ from typing import Any
 from harness.protocol.comm import ProfiledComm
 from harness.protocol.context import RunContext
 from harness.protocol.phases import PhaseClock
+from harness.protocol.pmpi import AllreduceHook, attach_hook, load_hook
 
 
 def clean_metrics(metrics: Any) -> dict[str, Any]:
@@ -57,19 +58,24 @@ def _generic_evidence() -> dict[str, Any]:
     return {"threadpool_info": threadpoolctl.threadpool_info()}
 
 
-def _mpi_world(ranks: int) -> tuple[Any, str]:
+def _mpi_world(ranks: int, hook_path: str | None) -> tuple[Any, str, AllreduceHook | None, str]:
+    """(COMM_WORLD or None, why no MPI, the PMPI hook or None, why no hook)."""
+    hook_note = load_hook(hook_path)
     try:
         from mpi4py import MPI
     except ImportError as exc:
         if ranks > 1:
             raise
-        return None, f"mpi4py is not usable here ({exc}): pip install 'hpml-harness[mpi]'"
+        return None, f"mpi4py is not usable here ({exc}): pip install 'hpml-harness[mpi]'", None, ""
     world = MPI.COMM_WORLD
     if world.Get_size() != ranks:
         raise RuntimeError(
             f"asked for {ranks} ranks but MPI started {world.Get_size()}: the mpiexec used "
             "does not belong to the MPI library mpi4py loads")
-    return world, ""
+    hook = None
+    if not hook_note:
+        hook, hook_note = attach_hook(hook_path, MPI)
+    return world, "", hook, hook_note
 
 
 def _mpi_library() -> str | None:
@@ -84,14 +90,14 @@ def run_case(spec: dict[str, Any]) -> None:
     from harness.registry import build_registry
 
     ranks = int(spec["ranks"])
-    world, comm_error = _mpi_world(ranks)
+    world, comm_error, hook, hook_note = _mpi_world(ranks, spec.get("pmpi_hook"))
     rank = world.Get_rank() if world is not None else 0
     registry = build_registry(only=set(spec["plugins"]))
     workload = registry.workload(spec["workload"])
     backend = registry.backend(spec["backend"]) if spec.get("backend") else None
 
     clock = PhaseClock()
-    comm = ProfiledComm(world, clock) if world is not None else None
+    comm = ProfiledComm(world, clock, hook) if world is not None else None
     artifact_dir = pathlib.Path(spec["artifact_dir"])
     if rank == 0:
         artifact_dir.mkdir(parents=True, exist_ok=True)
@@ -167,6 +173,8 @@ def run_case(spec: dict[str, Any]) -> None:
         "verification": verifications[0],
         "verification_per_rank_ok": [bool(v["ok"]) for v in verifications],
         "mpi_library": _mpi_library(),
+        "allreduce_profiler": comm.profiler if comm is not None else None,
+        "allreduce_profiler_note": hook_note if comm is not None else "",
     }
     out = pathlib.Path(spec["result_path"])
     tmp = out.with_suffix(".tmp")

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from conftest import read_jsonl
+from harness.protocol.pmpi import build_hook
 
 pytest.importorskip("numba")
 from harness_plugins.psgd_svm.data import generate, load  # noqa: E402
@@ -52,11 +53,19 @@ def test_generated_data_is_deterministic_and_shaped_like_the_paper() -> None:
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_two_ranks_call_counts_and_identical_models(harness_cli, tmp_path) -> None:
+@pytest.mark.parametrize("profiler", ["pmpi", "python"])
+def test_two_ranks_call_counts_and_identical_models(harness_cli, tmp_path, profiler) -> None:
+    """The same counts whether Allreduce is counted by the C hook or by the Python wrapper."""
+    env = {"HARNESS_PMPI": "1" if profiler == "pmpi" else "0"}
+    if profiler == "pmpi" and build_hook()[0] is None:
+        pytest.skip(f"the PMPI hook cannot be built here: {build_hook()[1]}")
     r = harness_cli("run", "--workload", "psgd_svm", "--size", "smoke", "--ranks", "2",
-                    "--param", "msf=1,7,100", "--repeats", "3", "--out", str(tmp_path))
+                    "--param", "msf=1,7,100", "--repeats", "3", "--out", str(tmp_path), env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     records = read_jsonl(tmp_path / "results.jsonl")
+    assert {rec["protocol"]["allreduce_profiler"] for rec in records} == {profiler}
+    if profiler == "python":
+        assert records[0]["protocol"]["allreduce_profiler_note"] == "HARNESS_PMPI=0"
     assert [rec["params"]["msf"] for rec in records] == [1, 7, 100]
     for rec in records:
         m = rec["metrics"]
@@ -66,7 +75,7 @@ def test_two_ranks_call_counts_and_identical_models(harness_cli, tmp_path) -> No
         assert m["allreduce_bytes"] == 8 * (1 + m["epochs"] * -(-n_local // rec["params"]["msf"])) * 22 + 8 * m["epochs"]
         assert m["model_spread"] == 0.0  # averaged models are bit-identical on both ranks
         ops = rec["comm"]["ops"]["Allreduce"]
-        assert ops["calls"] == 2 * 3 * expected  # both ranks, 3 measured repeats
+        assert ops["calls"] == 2 * 3 * (expected + 2)  # both ranks, 3 repeats, + the model check
         assert rec["comm"]["total"]["fraction_max"] > 0
     by_msf = {rec["params"]["msf"]: rec for rec in records}
     comm_claim = by_msf[100]["claims"][0]

@@ -16,6 +16,8 @@ import socket
 import subprocess
 from typing import Any
 
+from harness.cache import cache_dir
+
 INTERESTING_FLAGS = re.compile(
     r"^(sse4_2|avx|avx2|fma|f16c|avx512\w*|amx\w*|avx_vnni|asimd\w*|neon|sve\w*|sme\d*|smef\w+|smei\w+|vsx|altivec|vmx)$")
 SYSFS_CPU = pathlib.Path("/sys/devices/system/cpu")
@@ -74,16 +76,11 @@ def _proc_cpuinfo() -> dict[str, str]:
     return fields
 
 
-def _cache_dir() -> pathlib.Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(pathlib.Path.home() / ".cache")
-    return pathlib.Path(base) / "hpml-harness"
-
-
 @functools.lru_cache(maxsize=1)
 def py_cpuinfo() -> dict[str, Any]:
     """py-cpuinfo's answer, computed once per boot and kept in the user's cache folder."""
     boot = _read(pathlib.Path("/proc/sys/kernel/random/boot_id")) or "unknown"
-    cache = _cache_dir() / f"cpuinfo-{boot}.json"
+    cache = cache_dir() / f"cpuinfo-{boot}.json"
     try:
         return json.loads(cache.read_text())
     except (OSError, ValueError):

@@ -4,11 +4,14 @@ Nesting is allowed (a ``comm`` call inside ``compute`` pauses ``compute``), so t
 phase totals of a repeat never double-count and sum to at most the repeat's wall time.
 Communication calls do not push a phase (too slow for an 8-byte Allreduce): they add
 their nanoseconds to ``comm_ns``, which is taken out of the enclosing phase at its boundary.
+Calls counted in C (the PMPI hook of :mod:`harness.protocol.pmpi`) are read from its
+counters at the same boundaries.
 Kept tiny because it sits on the hot path of every workload.
 """
 from __future__ import annotations
 
 from time import perf_counter
+from typing import Any
 
 COMM_PHASE = "comm"
 
@@ -31,7 +34,8 @@ class _Phase:
 class PhaseClock:
     """Accumulates exclusive seconds and entry counts per phase name."""
 
-    __slots__ = ("totals", "counts", "comm_ns", "comm_n", "_comm_seen", "_stack", "_last", "_phases")
+    __slots__ = ("totals", "counts", "comm_ns", "comm_n", "_comm_seen", "_stack", "_last", "_phases",
+                 "external", "_ext_n0", "_ext_ns0")
 
     def __init__(self) -> None:
         self.totals: dict[str, float] = {}
@@ -42,6 +46,14 @@ class PhaseClock:
         self._stack: list[str] = []
         self._last = perf_counter()
         self._phases: dict[str, _Phase] = {}
+        self.external: Any = None  # [calls, bytes, ns] counted in C, only growing
+        self._ext_n0 = 0
+        self._ext_ns0 = 0
+
+    def attach_external(self, counters: Any) -> None:
+        """Also charge the communication that ``counters`` ([calls, bytes, ns]) records."""
+        self.external = counters
+        self._ext_n0, self._ext_ns0 = counters[0], counters[2]
 
     def phase(self, name: str) -> _Phase:
         """A reusable context manager that charges its body to ``name``."""
@@ -52,11 +64,13 @@ class PhaseClock:
 
     def _charge(self, now: float) -> None:
         """Charge the time since the last boundary, less the comm inside it, to the open phase."""
+        ext = self.external  # counters of the C hook, if one is attached
+        comm_ns = self.comm_ns if ext is None else self.comm_ns + ext[2] - self._ext_ns0
         if self._stack:
             top = self._stack[-1]
-            inner_comm = (self.comm_ns - self._comm_seen) * 1e-9
+            inner_comm = (comm_ns - self._comm_seen) * 1e-9
             self.totals[top] = self.totals.get(top, 0.0) + (now - self._last - inner_comm)
-        self._comm_seen = self.comm_ns
+        self._comm_seen = comm_ns
         self._last = now
 
     def enter(self, name: str) -> None:
@@ -75,9 +89,16 @@ class PhaseClock:
         """
         self._charge(perf_counter())
         totals, counts = self.totals, self.counts
-        if self.comm_n:
-            totals[COMM_PHASE] = totals.get(COMM_PHASE, 0.0) + self.comm_ns * 1e-9
-            counts[COMM_PHASE] = counts.get(COMM_PHASE, 0) + self.comm_n
+        comm_ns, comm_n = self.comm_ns, self.comm_n
+        ext = self.external
+        if ext is not None:
+            ext_n, ext_ns = ext[0], ext[2]
+            comm_ns += ext_ns - self._ext_ns0
+            comm_n += ext_n - self._ext_n0
+            self._ext_n0, self._ext_ns0 = ext_n, ext_ns
+        if comm_n:
+            totals[COMM_PHASE] = totals.get(COMM_PHASE, 0.0) + comm_ns * 1e-9
+            counts[COMM_PHASE] = counts.get(COMM_PHASE, 0) + comm_n
         out = {name: {"seconds": secs, "count": counts.get(name, 0)} for name, secs in totals.items()}
         self.totals, self.counts = {}, {}
         self.comm_ns, self.comm_n, self._comm_seen = 0, 0, 0

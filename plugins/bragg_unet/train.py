@@ -76,14 +76,20 @@ def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: 
             sums = ctx.comm.raw.allgather(checksum(model))  # evaluation only, unprofiled
             agree &= len(set(sums)) == 1
     seconds = time.perf_counter() - t0
-    # BatchNorm running statistics are per rank (local batches); they are averaged once at the end.
+    # BatchNorm running statistics are per rank (local batches); they are averaged once at the
+    # end, all buffers in one profiled Allreduce.
     if ctx.nranks > 1:
-        for buf in model.buffers():
-            if buf.dtype.is_floating_point:
-                arr = np.ascontiguousarray(buf.cpu().numpy())
-                total = np.empty_like(arr)
-                ctx.comm.raw.Allreduce(arr, total)
-                buf.copy_(torch.from_numpy(total / ctx.nranks).to(buf.device))
+        bufs = [b for b in model.buffers() if b.dtype.is_floating_point]
+        if bufs:
+            arr = np.concatenate([b.detach().cpu().numpy().ravel().astype(np.float64) for b in bufs])
+            total = np.empty_like(arr)
+            ctx.comm.Allreduce(arr, total)
+            total /= ctx.nranks
+            offset = 0
+            for b in bufs:
+                n = b.numel()
+                b.copy_(torch.from_numpy(total[offset:offset + n].reshape(b.shape)).to(b.dtype).to(b.device))
+                offset += n
     return {"train_s": seconds, "boxes_per_s": steps * per_rank * ctx.nranks / seconds,
             "forward_s": t_fwd, "backward_s": t_bwd, "optimizer_s": t_opt, "replicas_identical": agree,
             "final_loss": float(loss.detach())}

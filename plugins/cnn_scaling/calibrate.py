@@ -39,7 +39,7 @@ def allreduce_sweep(comm, sizes: list[int], reps: int) -> list[tuple[int, float]
             times.append(time.perf_counter() - t0)
         local = np.array([statistics.median(times)])
         slowest = np.empty(1)
-        comm.raw.Allreduce(local, slowest, op=_max())
+        comm.Allreduce(local, slowest, op=_max())
         out.append((x.nbytes, float(slowest[0])))
     return out
 

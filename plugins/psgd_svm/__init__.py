@@ -149,14 +149,14 @@ class PsgdSvm(Workload):
                                          w0, epoch, lam, p["schedule"])
                 s["sequential_accuracy"][epoch] = accuracy(w_seq, split.x_test, split.y_test)
             seq_acc = s["sequential_accuracy"][epoch]
-            # Evaluation-only traffic goes through the raw communicator so the profiled
-            # Allreduce count is exactly the training's: 1 + epochs * (ceil(n_local/msf) + 1).
+            # The model check is profiled like any traffic (2 Allreduce calls per repeat, after
+            # the training window that allreduce_calls counts: 1 + epochs * (ceil(n_local/msf) + 1)).
             spread = 0.0
             if nranks > 1:
                 hi, lo = np.empty_like(w), np.empty_like(w)
                 from mpi4py import MPI
-                ctx.comm.raw.Allreduce(w, hi, op=MPI.MAX)
-                ctx.comm.raw.Allreduce(w, lo, op=MPI.MIN)
+                ctx.comm.Allreduce(w, hi, op=MPI.MAX)
+                ctx.comm.Allreduce(w, lo, op=MPI.MIN)
                 spread = float((hi - lo).max())
         per_epoch_syncs = math.ceil(n_local / msf) + 1 if algorithm == "parallel" else 0
         return {
