@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.launch.mpi import find_mpiexec, mpi_command
+from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
 from harness.plan import Case
 from harness.protocol.aggregate import comm_summary, phase_summary, repeat_samples, resource_summary
@@ -42,6 +42,7 @@ class Session:
     unstable_cov: float = UNSTABLE_COV
     history: list[dict[str, Any]] = field(default_factory=list)  # ok records, for relative claims
     profile_data: dict[str, Any] = field(default_factory=dict)   # the matched profile's TOML, for workloads
+    launcher: Launcher = field(default_factory=Launcher)
     _pmpi: tuple[str | None, str] | None = None                    # (hook path, why none), built once
 
     def allreduce_hook(self) -> tuple[str | None, str]:
@@ -87,7 +88,7 @@ def _load() -> list[float]:
         return []
 
 
-def skip_reason(case: Case, registry: Registry) -> str | None:
+def skip_reason(case: Case, registry: Registry, launcher: Launcher) -> str | None:
     """Why ``case`` cannot run here, decided in the parent, or None."""
     workload = registry.workload(case.workload)
     if case.backend is not None:
@@ -98,8 +99,9 @@ def skip_reason(case: Case, registry: Registry) -> str | None:
         why = backend.can_drive(workload.frameworks)
         if why:
             return why
-    if case.ranks > 1 and find_mpiexec() is None:
-        return f"{case.ranks} ranks need mpiexec: pip install 'hpml-harness[mpi]'"
+    why = launcher.skip_reason(case.ranks)
+    if why:
+        return why
     return workload.skip_reason(case.params, case.ranks)
 
 
@@ -166,7 +168,7 @@ def execute(case: Case, session: Session) -> dict[str, Any]:
     """Run ``case`` and return its record (not yet written)."""
     record = base_record(case, session)
     t_start = time.perf_counter()
-    why = skip_reason(case, session.registry)
+    why = skip_reason(case, session.registry, session.launcher)
     if why:
         record["reason"] = why
         return record
@@ -189,12 +191,9 @@ def execute(case: Case, session: Session) -> dict[str, Any]:
     spec_path.write_text(json.dumps(spec))
 
     env, chosen = child_environment(case, session)
-    argv = [sys.executable, "-m", "harness.worker", str(spec_path)]
-    launcher = "local"
-    if case.ranks > 1:
-        argv, extra_env = mpi_command(find_mpiexec(), case.ranks, argv, os.cpu_count() or 1)
-        env.update(extra_env)
-        launcher = "mpiexec"
+    argv, extra_env, launcher = session.launcher.command(
+        case.ranks, case.threads, worker_argv(sys.executable, spec_path))
+    env.update(extra_env)
     record["backend"]["environment"] = chosen
     record["environment"] = numerics_environment(env)
     record["launch"].update(launcher=launcher, command=argv)

@@ -187,7 +187,8 @@ def main(argv: list[str]) -> int:
     try:
         run_case(spec)
     except BaseException:  # noqa: BLE001 - report everything, including SystemExit from plugins
-        rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "0"
+        rank = (os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")
+                or os.environ.get("SLURM_PROCID") or "0")
         err = pathlib.Path(f"{spec['result_path']}.rank{rank}.error")
         err.write_text(traceback.format_exc())
         sys.stderr.write(traceback.format_exc())

@@ -5,6 +5,7 @@ import argparse
 import datetime as _dt
 import os
 import pathlib
+import shlex
 import shutil
 import signal
 import sys
@@ -16,9 +17,11 @@ from rich.markup import escape
 
 from harness.commands.common import console, err_console, machine, registry, warn_problems
 from harness.errors import UsageError
+from harness.execute import Session, execute, skip_reason
+from harness.launch.launcher import LAUNCHERS, Launcher, worker_argv
 from harness.params import parse_int_list
-from harness.execute import Session, execute
-from harness.plan import Overrides, expand, find_suite, parse_param_options, read_suite
+from harness.plan import Case, Overrides, expand, find_suite, parse_param_options, read_suite
+from harness.registry import Registry
 from harness.results.store import RESULTS_NAME, append_record, read_records
 from harness.workload import SIZES
 
@@ -29,6 +32,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a suite or one workload",
                        description="Run every case of a suite (or one workload) and append one "
                                    "record per case to OUT/results.jsonl.")
+    add_case_options(p)
+    p.add_argument("--launcher", choices=LAUNCHERS, default="mpiexec",
+                   help="how cases start: mpiexec (default; one-rank cases run as a local process) "
+                        "or srun (job steps of the current Slurm allocation)")
+    p.add_argument("--nodes", type=int, help="nodes per case for --launcher srun (default: Slurm's choice)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print each case and its exact launch command; run and write nothing")
+    p.set_defaults(func=main)
+
+
+def add_case_options(p: argparse.ArgumentParser) -> None:
+    """The options that choose the cases and where records go (shared with `harness submit`)."""
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--suite", help="suite name (see `harness list suites`) or path to a suite TOML")
     what.add_argument("--workload", help="one workload name, or several separated by commas")
@@ -45,7 +60,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="results", help="results folder (default: ./results)")
     p.add_argument("--resume", action="store_true",
                    help="skip cases already recorded as ok in OUT/results.jsonl")
-    p.set_defaults(func=main)
+    p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument for srun, e.g. --launcher-arg=--mpi=pmi2; repeatable")
+
+
+def case_argv(args: argparse.Namespace) -> list[str]:
+    """The options of :func:`add_case_options` as a command line again (for a batch script)."""
+    out = ["--suite", args.suite] if args.suite else ["--workload", args.workload]
+    for name in ("backend", "size", "ranks", "threads", "repeats", "warmup", "timeout"):
+        value = getattr(args, name)
+        if value is not None:
+            out += [f"--{name}", str(value)]
+    for param in args.param:
+        out += ["--param", param]
+    out += ["--out", str(pathlib.Path(args.out).resolve())]
+    if args.resume:
+        out.append("--resume")
+    out += [f"--launcher-arg={a}" for a in args.launcher_arg]
+    return out
+
+
+def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
+    """Every case the options select, fully resolved; bad input raises UsageError."""
+    _check_positive(args)
+    overrides = Overrides(size=args.size, backend=args.backend, ranks=_int_list(args.ranks, "--ranks"),
+                          threads=_int_list(args.threads, "--threads"), repeats=args.repeats, warmup=args.warmup,
+                          timeout=args.timeout, params=parse_param_options(args.param))
+    cases = expand(_entries(args), reg, overrides)
+    if not cases:
+        raise UsageError("the selection has no cases (is any workload registered? `harness list`)")
+    return cases
 
 
 def _int_list(text: str | None, option: str) -> list[int] | None:
@@ -96,15 +140,17 @@ def _summary_line(record: dict[str, Any]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    _check_positive(args)
+    if args.nodes is not None and args.nodes < 1:
+        raise UsageError(f"--nodes {args.nodes}: must be >= 1")
+    launcher = Launcher(kind=args.launcher, nodes=args.nodes, extra_args=tuple(args.launcher_arg))
+    why = launcher.problem()
+    if why:
+        raise UsageError(why)
     reg = registry()
     warn_problems(reg.problems)
-    overrides = Overrides(size=args.size, backend=args.backend, ranks=_int_list(args.ranks, "--ranks"),
-                          threads=_int_list(args.threads, "--threads"), repeats=args.repeats, warmup=args.warmup,
-                          timeout=args.timeout, params=parse_param_options(args.param))
-    cases = expand(_entries(args), reg, overrides)
-    if not cases:
-        raise UsageError("the selection has no cases (is any workload registered? `harness list`)")
+    cases = plan_cases(args, reg)
+    if args.dry_run:
+        return _dry_run(cases, reg, launcher)
     out = prepare_out(args.out)
     results_file = out / RESULTS_NAME
 
@@ -121,7 +167,7 @@ def main(args: argparse.Namespace) -> int:
     fp, profile, profile_data = machine()
     run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
-                      profile_data=profile_data)
+                      profile_data=profile_data, launcher=launcher)
     if args.resume:
         session.history.extend(r for r in previous if r["status"] == "ok")
     console.print(f"run {run_id}: {len(todo)} case(s) on {fp['cpu']['model']} "
@@ -157,6 +203,23 @@ def main(args: argparse.Namespace) -> int:
               f"({'; '.join(reasons)[:300]})", file=sys.stderr)
         return 2
     return 1 if counts["failed"] or counts["timeout"] else 0
+
+
+def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher) -> int:
+    """What would run, and how: nothing is launched or written."""
+    console.print(f"dry run: {len(cases)} case(s); nothing is run or written")
+    for i, case in enumerate(cases, 1):
+        why = skip_reason(case, reg, launcher)
+        if why:
+            console.print(f"[{i}] {escape(case.label)}  [yellow]skipped[/]: {escape(why)}", soft_wrap=True)
+            continue
+        cmd, env, _ = launcher.command(case.ranks, case.threads, worker_argv(sys.executable, "SPEC.json"))
+        extra = " ".join(f"{k}={v}" for k, v in sorted(env.items()))
+        console.print(f"[{i}] {escape(case.label)}  repeats {case.repeats}+{case.warmup} warmup, "
+                      f"timeout {case.timeout:g} s", soft_wrap=True)
+        console.print("    " + escape((extra + " " if extra else "") + shlex.join(cmd)), soft_wrap=True,
+                      highlight=False)
+    return 0
 
 
 def _skip_reasons(path: pathlib.Path, run_id: str) -> list[str]:

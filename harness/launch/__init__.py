@@ -1,1 +1,1 @@
-"""Launching a case's child process: a local process or ``mpiexec -n R``."""
+"""Launching a case's child process: a local process, ``mpiexec -n R`` or an ``srun`` step."""

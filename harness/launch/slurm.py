@@ -1,0 +1,91 @@
+"""Slurm: ``srun`` job steps inside an allocation, and the ``sbatch`` script that makes one.
+
+The harness never schedules anything itself: ``harness submit`` writes one batch script
+that runs ``harness run ... --launcher srun`` inside the allocation Slurm grants, and
+hands it to ``sbatch``.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+# Slurm's --time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
+_TIME = re.compile(r"^(\d+-\d{1,2}(:\d{1,2}){0,2}|\d+(:\d{1,2}){0,2})$")
+
+
+def in_allocation() -> bool:
+    """True inside a Slurm job (batch script, salloc shell)."""
+    return bool(os.environ.get("SLURM_JOB_ID"))
+
+
+def find_srun() -> pathlib.Path | None:
+    found = shutil.which("srun")
+    return pathlib.Path(found) if found else None
+
+
+def find_sbatch() -> pathlib.Path | None:
+    found = shutil.which("sbatch")
+    return pathlib.Path(found) if found else None
+
+
+def valid_time(text: str) -> bool:
+    return bool(_TIME.match(text))
+
+
+def srun_command(srun: pathlib.Path, ranks: int, threads: int, nodes: int | None,
+                 extra: list[str], argv: list[str]) -> list[str]:
+    """One job step: R tasks of T CPUs each; a failing rank ends the step."""
+    cmd = [str(srun), f"--ntasks={ranks}", f"--cpus-per-task={threads}", "--kill-on-bad-exit=1"]
+    if nodes:
+        cmd.append(f"--nodes={min(nodes, ranks)}")
+    return cmd + extra + argv
+
+
+@dataclass
+class BatchJob:
+    """What the batch script asks Slurm for: the largest case decides tasks and CPUs."""
+
+    nodes: int
+    ntasks: int
+    cpus_per_task: int
+    time: str
+    job_name: str
+    output: pathlib.Path
+    partition: str | None = None
+    account: str | None = None
+    extra: list[str] = field(default_factory=list)   # further raw sbatch options
+
+    def directives(self) -> list[str]:
+        opts = [f"--job-name={self.job_name}", f"--nodes={self.nodes}", f"--ntasks={self.ntasks}",
+                f"--cpus-per-task={self.cpus_per_task}", f"--time={self.time}",
+                f"--output={self.output}"]
+        if self.partition:
+            opts.append(f"--partition={self.partition}")
+        if self.account:
+            opts.append(f"--account={self.account}")
+        return [f"#SBATCH {o}" for o in opts + self.extra]
+
+
+def render_batch_script(job: BatchJob, command: list[str], workdir: pathlib.Path, header: str) -> str:
+    """A bash script with the job's directives that runs ``command`` in ``workdir``."""
+    lines = ["#!/bin/bash", *(f"# {h}" if h else "#" for h in header.splitlines()), *job.directives(),
+             "set -euo pipefail", f"cd {shlex.quote(str(workdir))}",
+             "exec " + " ".join(shlex.quote(c) for c in command), ""]
+    return "\n".join(lines)
+
+
+def submit(script: pathlib.Path, sbatch: pathlib.Path) -> tuple[bool, str]:
+    """(True, job id) or (False, sbatch's error)."""
+    try:
+        proc = subprocess.run([str(sbatch), "--parsable", str(script)], capture_output=True,
+                              text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    if proc.returncode != 0:
+        return False, (proc.stderr or proc.stdout).strip() or f"sbatch exited with {proc.returncode}"
+    return True, proc.stdout.strip().split(";")[0]

@@ -1,0 +1,125 @@
+"""Slurm and launch commands: dry runs, `--launcher srun` and `harness submit`.
+
+There is no Slurm here, so ``srun`` and ``sbatch`` are small stand-ins on PATH that log
+their arguments: the fake srun starts the step with the venv's mpiexec (as a real srun
+starts tasks), the fake sbatch only records the script. The batch script it receives is
+then run for real, so the whole path from `harness submit` to records is exercised.
+"""
+import os
+import pathlib
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from conftest import read_jsonl
+from harness.launch.slurm import valid_time
+
+FAKE_SRUN = """#!/bin/bash
+echo "$@" >> "$FAKE_LOG"
+n=1
+while [[ "$1" == -* ]]; do
+  case "$1" in --ntasks=*) n="${1#--ntasks=}";; esac
+  shift
+done
+exec "$MPIEXEC" -n "$n" "$@"
+"""
+FAKE_SBATCH = """#!/bin/bash
+echo "$@" >> "$FAKE_LOG"
+cp "${@: -1}" "$FAKE_DIR/submitted.sbatch"
+echo "4242;cluster"
+"""
+
+
+@pytest.fixture
+def fake_slurm(tmp_path) -> dict[str, str]:
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    for name, body in (("srun", FAKE_SRUN), ("sbatch", FAKE_SBATCH)):
+        f = bin_dir / name
+        f.write_text(body)
+        f.chmod(f.stat().st_mode | stat.S_IEXEC)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_LOG": str(tmp_path / "fake.log"),
+            "FAKE_DIR": str(tmp_path), "MPIEXEC": str(pathlib.Path(sys.executable).with_name("mpiexec"))}
+
+
+def test_dry_run_prints_commands_and_writes_nothing(harness_cli, tmp_path) -> None:
+    out = tmp_path / "never"
+    r = harness_cli("run", "--workload", "probe", "--ranks", "1,2", "--out", str(out), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "2 case(s)" in lines[0]
+    assert any(line.strip().endswith("-m harness.worker SPEC.json") and "mpiexec -n 2" in line for line in lines)
+    assert not out.exists()
+
+
+def test_srun_outside_an_allocation_is_bad_input(harness_cli, tmp_path, fake_slurm) -> None:
+    r = harness_cli("run", "--workload", "probe", "--launcher", "srun", "--out", str(tmp_path / "o"),
+                    env={**fake_slurm, "SLURM_JOB_ID": ""})
+    assert r.returncode == 2 and "SLURM_JOB_ID is unset" in r.stderr
+    r = harness_cli("run", "--workload", "probe", "--nodes", "2", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "only apply to --launcher srun" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.mpi
+def test_srun_launches_each_case_as_a_step(harness_cli, tmp_path, fake_slurm) -> None:
+    env = {**fake_slurm, "SLURM_JOB_ID": "77"}
+    out = tmp_path / "res"
+    r = harness_cli("run", "--workload", "probe", "--ranks", "1,2", "--repeats", "3", "--out", str(out),
+                    "--launcher", "srun", "--launcher-arg=--mpi=pmi2", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = read_jsonl(out / "results.jsonl")
+    assert [rec["status"] for rec in records] == ["ok", "ok"]
+    for rec in records:
+        cmd = rec["launch"]["command"]
+        assert rec["launch"]["launcher"] == "srun" and cmd[0].endswith("/srun")
+        assert f"--ntasks={rec['launch']['ranks']}" in cmd and "--mpi=pmi2" in cmd
+        assert f"--cpus-per-task={rec['launch']['threads']}" in cmd
+    two = records[1]
+    assert two["comm"]["ranks"] == 2 and two["comm"]["total"]["calls"] > 0
+    log = pathlib.Path(fake_slurm["FAKE_LOG"]).read_text().splitlines()
+    assert len(log) == 2 and all("--kill-on-bad-exit=1" in line for line in log)
+
+
+@pytest.mark.mpi
+def test_submit_writes_a_batch_script_that_runs(harness_cli, tmp_path, fake_slurm) -> None:
+    out = tmp_path / "res"
+    r = harness_cli("submit", "--workload", "probe", "--ranks", "1,2", "--repeats", "3", "--out", str(out),
+                    "--time", "0:30:00", "--partition", "debug", "--sbatch-arg=--exclusive",
+                    "--launcher-arg=--mpi=pmi2", env=fake_slurm)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "submitted job 4242" in r.stdout
+    script = (tmp_path / "submitted.sbatch").read_text()
+    for directive in ("--nodes=1", "--ntasks=2", "--time=0:30:00", "--partition=debug", "--exclusive",
+                      f"--output={out}/slurm-%j.out"):
+        assert f"#SBATCH {directive}\n" in script
+    assert "--launcher srun" in script and "--launcher-arg=--mpi=pmi2" in script
+    assert list((out / "slurm").glob("*.sbatch"))
+    # Slurm would now run the script inside the allocation: do that.
+    job = subprocess.run(["bash", str(tmp_path / "submitted.sbatch")], text=True, capture_output=True,
+                         env=harness_cli.env({**fake_slurm, "SLURM_JOB_ID": "4242"}), timeout=300)
+    assert job.returncode == 0, job.stdout + job.stderr
+    records = read_jsonl(out / "results.jsonl")
+    assert [(rec["launch"]["launcher"], rec["launch"]["ranks"], rec["status"]) for rec in records] == [
+        ("srun", 1, "ok"), ("srun", 2, "ok")]
+
+
+def test_submit_bad_input_is_exit_2(harness_cli, tmp_path, fake_slurm) -> None:
+    base = ["submit", "--workload", "probe", "--out", str(tmp_path / "o")]
+    r = harness_cli(*base, "--time", "soon", env=fake_slurm)
+    assert r.returncode == 2 and "--time 'soon'" in r.stderr
+    r = harness_cli(*base, "--nodes", "3", env=fake_slurm)
+    assert r.returncode == 2 and "largest case has 1 rank" in r.stderr
+    r = harness_cli(*base, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 2 and "sbatch is not on PATH" in r.stderr
+    assert not (tmp_path / "o").exists()
+    r = harness_cli(*base, "--dry-run")
+    assert r.returncode == 0 and r.stdout.startswith("#!/bin/bash\n") and "#SBATCH --ntasks=1" in r.stdout
+
+
+@pytest.mark.parametrize("text,ok", [("30", True), ("1:30:00", True), ("2-12", True), ("1-0:30:00", True),
+                                     ("soon", False), ("1:2:3:4", False), ("", False)])
+def test_slurm_time_formats(text, ok) -> None:
+    assert valid_time(text) is ok
