@@ -37,26 +37,27 @@ static inline void hpml_count(long long count, MPI_Datatype type, long long ns)
     hpml_allreduce[2] += ns;
 }
 
+/* The body of every wrapper: a pass-through when disabled, else time and count the call. */
+#define HPML_TIMED_CALL(call, count, type)                      \
+    do {                                                        \
+        if (!hpml_pmpi_enabled)                                 \
+            return call;                                        \
+        long long t0 = hpml_now_ns();                           \
+        int rc = call;                                          \
+        hpml_count((long long)(count), type, hpml_now_ns() - t0); \
+        return rc;                                              \
+    } while (0)
+
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                   MPI_Op op, MPI_Comm comm)
 {
-    if (!hpml_pmpi_enabled)
-        return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-    long long t0 = hpml_now_ns();
-    int rc = PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-    hpml_count(count, type, hpml_now_ns() - t0);
-    return rc;
+    HPML_TIMED_CALL(PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm), count, type);
 }
 
 #if defined(MPI_VERSION) && MPI_VERSION >= 4
 int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                     MPI_Op op, MPI_Comm comm)
 {
-    if (!hpml_pmpi_enabled)
-        return PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
-    long long t0 = hpml_now_ns();
-    int rc = PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
-    hpml_count((long long)count, type, hpml_now_ns() - t0);
-    return rc;
+    HPML_TIMED_CALL(PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm), count, type);
 }
 #endif
