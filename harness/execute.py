@@ -129,11 +129,11 @@ def base_record(case: Case, session: Session) -> dict[str, Any]:
     }
 
 
-def child_environment(case: Case, session: Session) -> tuple[dict[str, str], dict[str, str]]:
+def child_environment(case: Case, registry: Registry) -> tuple[dict[str, str], dict[str, str]]:
     """(full child env, the part the harness set) with threads explicit and the backend's variables."""
     chosen = {name: str(case.threads) for name in THREAD_VARIABLES}
     if case.backend is not None:
-        chosen.update(session.registry.backend(case.backend).environment(case.threads))
+        chosen.update(registry.backend(case.backend).environment(case.threads))
     env = dict(os.environ)
     env.update(chosen)
     env["PYTHONUNBUFFERED"] = "1"
@@ -190,7 +190,7 @@ def execute(case: Case, session: Session) -> dict[str, Any]:
     spec_path = case_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
 
-    env, chosen = child_environment(case, session)
+    env, chosen = child_environment(case, session.registry)
     argv, extra_env, launcher = session.launcher.command(
         case.ranks, case.threads, worker_argv(sys.executable, spec_path))
     env.update(extra_env)

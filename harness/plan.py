@@ -59,7 +59,7 @@ class Overrides:
     """What the command line says; None means 'take the suite's or the default value'."""
 
     size: str | None = None
-    backend: str | None = None
+    backends: list[str] | None = None
     ranks: list[int] | None = None
     threads: list[int] | None = None
     repeats: int | None = None
@@ -146,9 +146,10 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
         for name in names:
             workload = registry.workload(name)
             size = cli.size or entry.get("size") or workload.default_size
-            backend = cli.backend or entry.get("backend")
-            if backend is not None:
-                registry.backend(backend)
+            backends = cli.backends or _as_list(entry.get("backend"))
+            for backend in backends:
+                if backend is not None:
+                    registry.backend(backend)
             ranks_list = cli.ranks or _as_list(entry.get("ranks", workload.default_ranks))
             sweep: dict[str, list[Any]] = {k: _as_list(v) for k, v in entry.get("params", {}).items()}
             for key, values in cli.params.items():
@@ -159,7 +160,8 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                 if key not in workload.params:
                     raise did_you_mean(f"param of workload {name!r}:", key, workload.params)
             keys = list(sweep)
-            for ranks, threads in itertools.product(ranks_list, cli.threads or _as_list(entry.get("threads", 0))):
+            for backend, ranks, threads in itertools.product(
+                    backends, ranks_list, cli.threads or _as_list(entry.get("threads", 0))):
                 ranks = _positive_int(ranks, "ranks")
                 threads = _positive_int(threads or default_threads(ranks), "threads")
                 for combo in itertools.product(*(sweep[k] for k in keys)):

@@ -1,4 +1,5 @@
 """Backends prove which library ran: real libraries, a deliberately wrong one, unavailable ones."""
+import json
 import pathlib
 
 import pytest
@@ -30,22 +31,34 @@ def test_mkl_cannot_drive_numpy_but_openblas_can() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["openblas", "mkl", "blis"])
-def test_roofline_runs_and_verifies(harness_cli, tmp_path, backend) -> None:
-    if not _available(backend):
-        pytest.skip(f"{backend}: {REG.backend(backend).available()[1]}")
-    r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--backend", backend,
+def test_roofline_backends_side_by_side_then_info_shows_the_ceilings(harness_cli, tmp_path) -> None:
+    backends = ["openblas", "mkl", "blis"]
+    r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--backend", ",".join(backends),
                     "--threads", "1", "--repeats", "3", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
-    rec = read_jsonl(tmp_path / "results.jsonl")[0]
-    assert rec["status"] == "ok" and rec["backend"]["verified"] is True
-    binding = rec["backend"]["evidence"]["blas_binding"]
-    assert backend in pathlib.Path(binding["gemm_owner"]["file"]).name
-    assert binding["version"]
-    assert rec["metrics"]["peak_gflops_fp64"] > 0 and rec["metrics"]["triad_gbs"] > 0
-    assert rec["metrics"]["binding"].startswith("cblas:")
-    assert rec["claims"][0]["passed"] is True  # the GEMM is correct
-    assert rec["environment"]["OMP_NUM_THREADS"] == "1"
+    records = read_jsonl(tmp_path / "results.jsonl")
+    assert [rec["backend"]["requested"] for rec in records] == backends  # one file, side by side
+    ran = {}
+    for backend, rec in zip(backends, records):
+        if not _available(backend):
+            assert rec["status"] == "skipped" and "not available" in rec["reason"]
+            continue
+        assert rec["status"] == "ok" and rec["backend"]["verified"] is True
+        binding = rec["backend"]["evidence"]["blas_binding"]
+        assert backend in pathlib.Path(binding["gemm_owner"]["file"]).name
+        assert binding["version"]
+        assert rec["metrics"]["peak_gflops_fp64"] > 0 and rec["metrics"]["triad_gbs"] > 0
+        assert rec["metrics"]["binding"].startswith("cblas:")
+        assert rec["claims"][0]["passed"] is True  # the GEMM is correct
+        assert rec["environment"]["OMP_NUM_THREADS"] == "1"
+        ran[backend] = rec
+    info = harness_cli("info", "--results", str(tmp_path), "--json")
+    assert info.returncode == 0, info.stderr
+    ceilings = {c["backend"]: c for c in json.loads(info.stdout)["measured_ceilings"]}
+    assert set(ceilings) == set(ran)
+    for backend, rec in ran.items():
+        assert ceilings[backend]["threads"] == 1
+        assert ceilings[backend]["peak_gflops_fp64"] == round(rec["metrics"]["peak_gflops_fp64"], 2)
 
 
 @pytest.mark.slow

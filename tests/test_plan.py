@@ -2,7 +2,7 @@ import pathlib
 
 import pytest
 
-from harness import Param, Workload, hookimpl
+from harness import Backend, Param, Workload, hookimpl
 from harness.errors import UsageError
 from harness.plan import Overrides, expand, parse_param_options, read_suite
 from harness.registry import build_registry
@@ -17,10 +17,22 @@ class Sweep(Workload):
         return {}
 
 
+class Lib(Backend):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def available(self):
+        return True, ""
+
+
 class Plugin:
     @hookimpl
     def harness_workloads(self):
         return [Sweep()]
+
+    @hookimpl
+    def harness_backends(self):
+        return [Lib("liba"), Lib("libb")]
 
 
 @pytest.fixture
@@ -50,6 +62,15 @@ def test_cli_overrides_win(tmp_path, reg) -> None:
     assert all(c.repeats == 7 and c.size == "smoke" for c in cases)
 
 
+def test_backends_sweep_like_ranks(tmp_path, reg) -> None:
+    suite = read_suite(write(tmp_path, '[[case]]\nworkload = "sweep"\nbackend = ["liba", "libb"]\nranks = [1, 2]\n'))
+    cases = expand(suite["case"], reg, Overrides())
+    assert [(c.backend, c.ranks) for c in cases] == [("liba", 1), ("liba", 2), ("libb", 1), ("libb", 2)]
+    cases = expand(suite["case"], reg, Overrides(backends=["libb"]))
+    assert {c.backend for c in cases} == {"libb"} and len(cases) == 2
+    assert len({c.case_id for c in expand(suite["case"], reg, Overrides())}) == 4
+
+
 @pytest.mark.parametrize("text, message", [
     ("[[case]\nworkload='x'", "malformed TOML"),
     ("description = 'no cases'", "at least one"),
@@ -72,6 +93,6 @@ def test_bad_names_and_values(tmp_path, reg) -> None:
     with pytest.raises(UsageError, match="no selected workload has such a param"):
         expand([{"workload": "sweep"}], reg, Overrides(params={"nope": ["1"]}))
     with pytest.raises(UsageError, match="unknown backend"):
-        expand([{"workload": "sweep"}], reg, Overrides(backend="mkl"))
+        expand([{"workload": "sweep"}], reg, Overrides(backends=["mkl"]))
     with pytest.raises(UsageError, match="NAME=VALUE"):
         parse_param_options(["msf"])

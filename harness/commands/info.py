@@ -3,18 +3,47 @@ from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 
 from rich.table import Table
 
 from harness.commands.common import console, machine, registry
+from harness.errors import UsageError
 from harness.launch.mpi import find_mpiexec, flavour
 from harness.provenance import numerics_environment, software
+from harness.results.store import load_records
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="show this machine, its hardware profile and the backends")
     p.add_argument("--json", action="store_true", help="print everything as JSON")
+    p.add_argument("--results", nargs="*", metavar="PATH",
+                   help="results files or folders to take this machine's measured ceilings from "
+                        "(roofline records of this host and CPU; default: ./results if it exists)")
     p.set_defaults(func=main)
+
+
+CEILING_METRICS = ("peak_gflops_fp64", "peak_gflops_fp32", "triad_gbs")
+
+
+def measured_ceilings(paths: list[str], fp: dict) -> list[dict[str, object]]:
+    """The latest ok roofline figures per (backend, threads) measured on this host and CPU.
+
+    An unmatched machine has no profile peaks; these are what it has shown it can do."""
+    records, _ = load_records(paths)
+    latest: dict[tuple[str, int], dict] = {}
+    for r in records:
+        hw = r.get("hardware") or {}
+        if (r["status"] != "ok" or r["workload"]["name"] != "roofline"
+                or hw.get("hostname") != fp["hostname"] or (hw.get("cpu") or {}).get("model") != fp["cpu"]["model"]
+                or not all(isinstance(r["metrics"].get(m), (int, float)) for m in CEILING_METRICS)):
+            continue
+        key = (r["backend"]["requested"] or "default", r["launch"]["threads"])
+        if key not in latest or r["created"] > latest[key]["created"]:
+            latest[key] = r
+    return [{"backend": b, "library": (r["backend"].get("library") or "").split(" (")[0][:48], "threads": t,
+             **{m: round(float(r["metrics"][m]), 2) for m in CEILING_METRICS}, "measured": r["created"]}
+            for (b, t), r in sorted(latest.items())]
 
 
 def _backend_rows() -> list[dict[str, str]]:
@@ -41,9 +70,18 @@ def main(args: argparse.Namespace) -> int:
     mpiexec = find_mpiexec()
     mpi = {"mpiexec": str(mpiexec) if mpiexec else None, "flavour": flavour(mpiexec) if mpiexec else None}
     env = numerics_environment(os.environ)
+    paths = args.results if args.results else (["results"] if pathlib.Path("results").is_dir() and
+                                                 args.results is None else [])
+    try:
+        ceilings = measured_ceilings(paths, fp) if paths else []
+    except UsageError:
+        if args.results:
+            raise
+        ceilings = []  # the default folder holds no results files yet
     if args.json:
         print(json.dumps({"hardware": fp, "profile": profile, "mpi": mpi, "environment": env,
-                          "software": software(), "backends": _backend_rows()}, indent=2))
+                          "software": software(), "backends": _backend_rows(),
+                          "measured_ceilings": ceilings}, indent=2))
         return 0
     cpu = fp["cpu"]
     caches = ", ".join(f"L{c['level']}{(c['type'] or '')[:1].lower()} {c['size_bytes'] // 1024} KiB"
@@ -58,7 +96,9 @@ def main(args: argparse.Namespace) -> int:
         ("max MHz", str(cpu["max_mhz"])), ("ISA flags", " ".join(cpu["flags"])), ("caches", caches),
         ("memory", f"{fp['memory_bytes'] / 2**30:.1f} GiB"),
         ("GPUs", ", ".join(g["name"] for g in fp["gpus"]) or "none"),
-        ("profile", profile["name"] or f"unmatched ({profile['reason']})"),
+        ("profile", profile["name"] or (f"unmatched ({profile['reason']})"
+                                        + ("; measured ceilings below" if ceilings else
+                                           "; measure it: harness run --workload roofline"))),
         ("mpiexec", f"{mpi['mpiexec']} ({mpi['flavour']})" if mpiexec else "none: pip install 'hpml-harness[mpi]'"),
         ("numerics env", " ".join(f"{k}={v}" for k, v in env.items()) or "(none set)"),
     ]:
@@ -70,4 +110,13 @@ def main(args: argparse.Namespace) -> int:
     for row in _backend_rows():
         b.add_row(*row.values())
     console.print(b)
+    if ceilings:
+        c = Table(title=f"measured ceilings on this machine (roofline records in {', '.join(paths)})",
+                  title_justify="left")
+        for col in ("backend", "library", "threads", "GEMM fp64 GFLOP/s", "GEMM fp32 GFLOP/s",
+                    "triad GB/s", "measured"):
+            c.add_column(col, overflow="fold")
+        for row in ceilings:
+            c.add_row(*(str(v) for v in row.values()))
+        console.print(c)
     return 0

@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from harness.commands.common import console, err_console, machine, registry, warn_problems
 from harness.errors import UsageError
-from harness.execute import Session, execute, skip_reason
+from harness.execute import Session, child_environment, execute, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher, worker_argv
 from harness.params import parse_int_list
 from harness.plan import Case, Overrides, expand, find_suite, parse_param_options, read_suite
@@ -47,8 +47,8 @@ def add_case_options(p: argparse.ArgumentParser) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--suite", help="suite name (see `harness list suites`) or path to a suite TOML")
     what.add_argument("--workload", help="one workload name, or several separated by commas")
-    p.add_argument("--backend", help="compute backend to request and verify (default: none requested, "
-                                     "what runs is recorded)")
+    p.add_argument("--backend", help="compute backend to request and verify, or several separated by "
+                                     "commas (default: none requested, what runs is recorded)")
     p.add_argument("--size", choices=SIZES, help="named problem size (default: the suite's or workload's)")
     p.add_argument("--ranks", help="MPI ranks, e.g. 2 or 1,2,4 (default: the workload's)")
     p.add_argument("--threads", help="threads per rank, e.g. 2 or 1,2 (default: 1 under MPI, all CPUs otherwise)")
@@ -83,7 +83,12 @@ def case_argv(args: argparse.Namespace) -> list[str]:
 def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
     """Every case the options select, fully resolved; bad input raises UsageError."""
     _check_positive(args)
-    overrides = Overrides(size=args.size, backend=args.backend, ranks=_int_list(args.ranks, "--ranks"),
+    backends = None
+    if args.backend is not None:
+        backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+        if not backends:
+            raise UsageError("--backend: give a backend name (see `harness list backends`)")
+    overrides = Overrides(size=args.size, backends=backends, ranks=_int_list(args.ranks, "--ranks"),
                           threads=_int_list(args.threads, "--threads"), repeats=args.repeats, warmup=args.warmup,
                           timeout=args.timeout, params=parse_param_options(args.param))
     cases = expand(_entries(args), reg, overrides)
@@ -213,12 +218,12 @@ def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher) -> int:
         if why:
             console.print(f"[{i}] {escape(case.label)}  [yellow]skipped[/]: {escape(why)}", soft_wrap=True)
             continue
-        cmd, env, _ = launcher.command(case.ranks, case.threads, worker_argv(sys.executable, "SPEC.json"))
-        extra = " ".join(f"{k}={v}" for k, v in sorted(env.items()))
+        cmd, launch_env, _ = launcher.command(case.ranks, case.threads, worker_argv(sys.executable, "SPEC.json"))
+        _, chosen = child_environment(case, reg)
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted({**chosen, **launch_env}.items()))
         console.print(f"[{i}] {escape(case.label)}  repeats {case.repeats}+{case.warmup} warmup, "
                       f"timeout {case.timeout:g} s", soft_wrap=True)
-        console.print("    " + escape((extra + " " if extra else "") + shlex.join(cmd)), soft_wrap=True,
-                      highlight=False)
+        console.print("    " + escape(f"{env} {shlex.join(cmd)}"), soft_wrap=True, highlight=False)
     return 0
 
 
