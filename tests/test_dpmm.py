@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import read_jsonl
+from harness_plugins.dpmm.families import Gaussian, Multinomial
 from harness_plugins.dpmm.moves import log_h_merge, log_h_split
 from harness_plugins.dpmm.niw import NIW, stats_of
 from harness_plugins.dpmm.sampler import apply_moves, local_stats, next_ages
@@ -40,6 +41,26 @@ def test_marginal_likelihood_of_one_point_is_the_student_t_predictive() -> None:
     assert prior.log_marginal(*stats_of(np.vstack([x, x2]))) == pytest.approx(expected + pred, rel=1e-10)
 
 
+def test_dirichlet_multinomial_marginal_is_the_evidence_less_the_coefficients() -> None:
+    from scipy.stats import dirichlet_multinomial
+
+    fam = Multinomial(4, beta=0.7)
+    x1 = np.array([3.0, 0.0, 1.0, 2.0])
+    x2 = np.array([0.0, 2.0, 2.0, 1.0])
+
+    def log_coef(x):
+        return math.lgamma(x.sum() + 1) - sum(math.lgamma(v + 1) for v in x)
+
+    m1 = dirichlet_multinomial(fam.beta, int(x1.sum())).logpmf(x1) - log_coef(x1)
+    assert fam.log_marginal(fam.stats(x1[None])) == pytest.approx(m1, rel=1e-12)
+    # chain rule: m(x1, x2) = m(x1) * p(x2 | x1), the predictive being Dir-Mult(beta + x1)
+    p2 = dirichlet_multinomial(fam.beta + x1, int(x2.sum())).logpmf(x2) - log_coef(x2)
+    assert fam.log_marginal(fam.stats(np.vstack([x1, x2]))) == pytest.approx(m1 + p2, rel=1e-12)
+    log_theta = fam.sample(fam.stats(x1[None]), np.random.default_rng(0))
+    assert np.exp(log_theta).sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(fam.loglik(np.vstack([x1, x2]), log_theta), [x1 @ log_theta, x2 @ log_theta])
+
+
 def test_split_and_merge_ratios_by_hand() -> None:
     a, nl, nr, ml, mr, m = 10.0, 3.0, 2.0, -4.0, -3.0, -9.5
     split = math.log(10) + math.lgamma(3) + ml + math.lgamma(2) + mr - math.lgamma(5) - m
@@ -59,7 +80,7 @@ def test_relabelling_split_merge_and_ages() -> None:
     assert list(zz) == [0, 2, 2, 1, 1, 1]  # sub r of 0 became a new cluster; 2 joined 1
     assert list(ss[3:]) == [0, 0, 1]  # 1's points sub l, 2's sub r
     assert next_ages([30, 25, 40], {"splits": [0], "merges": [(1, 2)]}, remap) == [0, 0, 0]
-    stats = local_stats(np.arange(12.0).reshape(6, 2), zz, ss, k)
+    stats = local_stats(np.arange(12.0).reshape(6, 2), zz, ss, k, Gaussian(2))
     assert stats[:, :, 0].sum() == 6 and stats.shape == (3, 2, 1 + 2 + 4)
 
 
@@ -110,6 +131,33 @@ def test_image_patch_denoising_improves_psnr(harness_cli, tmp_path) -> None:
     verdicts = {c["metric"]: c["passed"] for c in rec["claims"]}
     assert verdicts == {"k_error": None, "nmi": None, "iteration_s": None, "psnr_gain_db": True}
     assert list(tmp_path.glob("artifacts/*/dpmm_denoise.png"))
+
+
+@pytest.mark.mpi
+def test_multinomial_chain_recovers_the_clusters(harness_cli, tmp_path) -> None:
+    out = tmp_path / "res"
+    r = harness_cli("run", "--workload", "dpmm", "--size", "smoke", "--ranks", "2", "--param", "likelihood=multinomial",
+                    "--param", "d=12", "--param", "n=3000", "--param", "trials=60", "--repeats", "1",
+                    "--warmup", "0", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = read_jsonl(out / "results.jsonl")[0]
+    m = rec["metrics"]
+    assert m["likelihood"] == "multinomial" and "bgmm_nmi" not in m
+    assert m["models_identical_on_all_ranks"] is True and m["k_curve"][0] == 1
+    assert m["k_error"] <= 1 and m["nmi"] >= 0.9
+    # width 1 + D per (cluster, side), not 1 + D + D^2
+    assert rec["comm"]["ops"]["Allreduce"]["bytes"] % (2 * 13 * 8) == 0
+
+
+def test_multinomial_bad_input_is_exit_2(harness_cli, tmp_path) -> None:
+    base = ("run", "--workload", "dpmm", "--size", "smoke", "--param", "likelihood=multinomial", "--out", str(tmp_path / "o"))
+    r = harness_cli(*base)  # d=2 < k_true=6
+    assert r.returncode == 2 and "needs d >= k_true" in r.stderr
+    r = harness_cli(*base, "--param", "application=patches")
+    assert r.returncode == 2 and "needs likelihood=gaussian" in r.stderr
+    np.save(tmp_path / "neg.npy", np.array([[1.0, -2.0], [3.0, 0.5]]))
+    r = harness_cli(*base, "--param", f"data={tmp_path / 'neg.npy'}")
+    assert r.returncode == 2 and "non-negative whole counts" in r.stderr
 
 
 def test_user_matrix_loading_and_errors(tmp_path) -> None:

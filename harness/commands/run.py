@@ -85,9 +85,10 @@ def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
     _check_positive(args)
     backends = None
     if args.backend is not None:
-        backends = [b.strip() for b in args.backend.split(",") if b.strip()]
-        if not backends:
-            raise UsageError("--backend: give a backend name (see `harness list backends`)")
+        backends = [b.strip() for b in args.backend.split(",")]
+        if not all(backends):
+            raise UsageError(f"--backend {args.backend!r}: an empty name; give names separated by commas "
+                             "(see `harness list backends`)")
     overrides = Overrides(size=args.size, backends=backends, ranks=_int_list(args.ranks, "--ranks"),
                           threads=_int_list(args.threads, "--threads"), repeats=args.repeats, warmup=args.warmup,
                           timeout=args.timeout, params=parse_param_options(args.param))

@@ -1,4 +1,5 @@
-"""Workload dpmm: distributed sub-cluster split/merge MCMC for Dirichlet-process Gaussian mixtures.
+"""Workload dpmm: distributed sub-cluster split/merge MCMC for Dirichlet-process mixtures
+(Gaussian with a NIW prior, or multinomial with a Dirichlet prior).
 
 Dinari, Yu, Freifeld, Fisher, "Distributed MCMC Inference in Dirichlet Process Mixture Models
 Using Julia", HPML 2019 (DPMMSubClusters.jl; SPECS.md section 2). Rank 0 samples parameters and
@@ -21,7 +22,8 @@ PAPER = "Dinari, Yu, Freifeld, Fisher. Distributed MCMC Inference in DPMMs Using
 class Dpmm(Workload):
     name = "dpmm"
     paper = PAPER
-    description = "Chang-Fisher sub-cluster split/merge sampler, NIW-Gaussian, master/worker over MPI"
+    description = ("Chang-Fisher sub-cluster split/merge sampler (NIW-Gaussian or Dirichlet-multinomial), "
+                   "master/worker over MPI")
     frameworks = ("numpy", "mpi")
     requires = ("scipy", "sklearn")
     params = {
@@ -33,6 +35,9 @@ class Dpmm(Workload):
         "iterations": Param(int, default=100, minimum=1),
         "burnout": Param(int, default=20, minimum=1),
         "seed": Param(int, default=0, minimum=0),
+        "likelihood": Param(str, default="gaussian", choices=("gaussian", "multinomial"),
+                            help="gaussian (NIW prior) or multinomial (Dirichlet prior; count data)"),
+        "trials": Param(int, default=100, minimum=1, help="multinomial: counts per generated point"),
         "nmi_curve": Param(bool, default=True, help="gather labels each iteration for the NMI curve "
                                                      "(evaluation traffic, through the unprofiled communicator)"),
         "baseline": Param(bool, default=True, help="also fit scikit-learn's BayesianGaussianMixture (rank 0)"),
@@ -69,15 +74,20 @@ class Dpmm(Workload):
             from harness_plugins.dpmm.patches import setup_patches
             setup_patches(ctx)
             return
+        multinomial = p["likelihood"] == "multinomial"
         if p["data"]:
             from harness_plugins.dpmm.data import load_matrix
-            x, y = load_matrix(p["data"], p["labels"])
+            x, y = load_matrix(p["data"], p["labels"], counts=multinomial)
+        elif multinomial:
+            from harness_plugins.dpmm.data import generate_multinomial
+            x, y = generate_multinomial(p["n"], p["d"], p["k_true"], p["trials"], p["seed"])
         else:
             x, y = generate(p["n"], p["d"], p["k_true"], p["var"], p["seed"])
         ctx.state.update(has_truth=y is not None, n_total=len(x), d_total=x.shape[1])
         rows = np.array_split(np.arange(len(x)), ctx.nranks)[ctx.rank]
         ctx.state.update(x=np.ascontiguousarray(x[rows]), y=y if ctx.is_root else None)
-        if ctx.is_root and p["baseline"] and y is not None:
+        # The baseline is a Gaussian mixture: a fair alternative for Gaussian data only.
+        if ctx.is_root and p["baseline"] and y is not None and not multinomial:
             ctx.state["baseline"] = self._baseline(x, y, p)
 
     @staticmethod
@@ -101,9 +111,18 @@ class Dpmm(Workload):
                 "bgmm_k": int(len(np.unique(labels)))}
 
     def check_params(self, params: dict[str, Any]) -> None:
+        from harness.errors import UsageError
+
+        multinomial = params["likelihood"] == "multinomial"
+        if multinomial and params["application"] == "patches":
+            raise UsageError("param application=patches needs likelihood=gaussian (patches are real-valued)")
         if params["data"]:
             from harness_plugins.dpmm.data import load_matrix
-            load_matrix(params["data"], params["labels"])
+            load_matrix(params["data"], params["labels"], counts=multinomial)
+        elif multinomial and params["k_true"] > params["d"]:
+            raise UsageError(f"param d={params['d']}: the multinomial generator gives each of the "
+                             f"k_true={params['k_true']} clusters its own dominant category, so it needs "
+                             f"d >= k_true (e.g. --param d=16)")
 
     def run(self, ctx) -> dict[str, Any]:
         from harness_plugins.dpmm.chain import run_chain
@@ -120,7 +139,8 @@ class Dpmm(Workload):
         elif st.get("y") is not None:
             k_true = int(len(np.unique(st["y"])))
             metrics.update(k_true=k_true, k_error=abs(metrics["k_found"] - k_true))
-        metrics["data"] = p["data"] or "generated (reference generator)"
+        metrics["data"] = p["data"] or f"generated (reference {p['likelihood']} generator)"
+        metrics["likelihood"] = p["likelihood"]
         metrics.update(st.get("baseline", {}))
         return metrics
 

@@ -1,13 +1,14 @@
 """One chain of the distributed sampler, shared by the clustering and the image-patch applications."""
 from __future__ import annotations
 
+import pickle
 import time
 import zlib
 from typing import Any
 
 import numpy as np
 
-from harness_plugins.dpmm.niw import NIW
+from harness_plugins.dpmm.families import family
 from harness_plugins.dpmm.sampler import (Master, Settings, apply_moves, local_stats, next_ages,
                                           propose_moves, sample_labels, sample_model)
 
@@ -22,7 +23,8 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
     comm = ctx.comm
     cfg = Settings(alpha=p["alpha"], iterations=p["iterations"], burnout=p["burnout"])
     rng = np.random.default_rng([p["seed"], ctx.rank, ctx.repeat + 1000 * ctx.warmup])
-    master = Master(NIW.default(x.shape[1]), np.random.default_rng([p["seed"], 999]), burnout=cfg.burnout)
+    fam = family(p.get("likelihood", "gaussian"), x.shape[1])
+    master = Master(fam, np.random.default_rng([p["seed"], 999]), burnout=cfg.burnout)
     k, z, s = 1, np.zeros(len(x), dtype=np.int64), rng.integers(0, 2, len(x))
     nmi_curve, k_curve, iter_s, bytes_per_iter = [], [], [], []
     agree = True
@@ -31,7 +33,7 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
         t_it = time.perf_counter()
         bytes0 = sum(comm.counters(op)[1] for op in ("Allreduce", "bcast"))
         with ctx.phase("local"):
-            stats = local_stats(x, z, s, k)
+            stats = local_stats(x, z, s, k, fam)
         total = np.empty_like(stats)
         comm.Allreduce(stats, total)
         with ctx.phase("master"):
@@ -39,8 +41,8 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
         model = comm.bcast(model, root=0)
         hard = it >= cfg.iterations - cfg.argmax_stop
         with ctx.phase("local"):
-            z, s, ll_local = sample_labels(x, model, rng, hard)
-            stats = local_stats(x, z, s, k)
+            z, s, ll_local = sample_labels(x, model, rng, hard, fam)
+            stats = local_stats(x, z, s, k, fam)
         comm.Allreduce(stats, total)
         allow = it < cfg.iterations - cfg.split_stop
         with ctx.phase("master"):
@@ -56,7 +58,7 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
         with ctx.phase("eval"):  # evaluation only: unprofiled, not part of the algorithm's traffic
             raw = comm.raw
             loglik = raw.allreduce(ll_local)
-            digests = raw.allgather(zlib.crc32(model["mu"].tobytes() + model["sigma"].tobytes()
+            digests = raw.allgather(zlib.crc32(pickle.dumps((model["theta"], model["sub_theta"]))
                                                + repr(moves).encode()))
             agree &= len(set(digests)) == 1
             if evaluate_nmi and (p["nmi_curve"] or it == cfg.iterations - 1):

@@ -1,6 +1,12 @@
-"""The reference's Gaussian mixture generator (DPMMSubClusters.jl ``generate_gaussian_data``):
-pi ~ Dir(1_K), counts ~ Mult(N, pi), mu_k ~ N(0, var I), Sigma_k ~ InvWishart(D + 2, I);
-deterministic from ``seed``. Rows are shuffled so that rank blocks are exchangeable."""
+"""The reference's generators (DPMMSubClusters.jl ``data_generators.jl``), deterministic from ``seed``.
+
+- ``generate`` (``generate_gaussian_data``): pi ~ Dir(1_K), counts ~ Mult(N, pi),
+  mu_k ~ N(0, var I), Sigma_k ~ InvWishart(D + 2, I). Rows are shuffled so that rank blocks
+  are exchangeable.
+- ``generate_multinomial`` (``generate_mnmm_data``): labels uniform over K; cluster k's
+  category probabilities ~ Dir(a) with a_d drawn from 1..20 and a_k from 30..100 (so every
+  cluster has its own dominant category: needs K <= D); each point ~ Mult(trials, theta_z).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -23,6 +29,23 @@ def generate(n: int, d: int, k: int, var: float, seed: int) -> tuple[np.ndarray,
     return np.ascontiguousarray(x[order]), y[order]
 
 
+def generate_multinomial(n: int, d: int, k: int, trials: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    if k > d:
+        raise ValueError(f"the multinomial generator needs d >= k_true (got d={d}, k_true={k})")
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, n)
+    theta = np.empty((k, d))
+    for j in range(k):
+        a = rng.integers(1, 21, d).astype(float)
+        a[j] = rng.integers(30, 101)
+        theta[j] = rng.dirichlet(a)
+    x = np.empty((n, d))
+    for j in range(k):
+        idx = np.flatnonzero(labels == j)
+        x[idx] = rng.multinomial(trials, theta[j], size=len(idx))
+    return x, labels
+
+
 def _read(path: str, what: str) -> np.ndarray:
     import pathlib
 
@@ -37,13 +60,17 @@ def _read(path: str, what: str) -> np.ndarray:
         raise UsageError(f"param {what}={path}: cannot read it as a numeric matrix: {exc}") from None
 
 
-def load_matrix(path: str, labels: str = "") -> tuple[np.ndarray, np.ndarray | None]:
-    """A user's points (N x D) and optional labels (N), checked for shape and finiteness."""
+def load_matrix(path: str, labels: str = "", counts: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """A user's points (N x D) and optional labels (N), checked for shape and finiteness
+    (and, for the multinomial likelihood, that every entry is a non-negative whole count)."""
     from harness.errors import UsageError
 
     x = _read(path, "data").astype(float)
     if x.ndim != 2 or len(x) < 2 or not np.isfinite(x).all():
         raise UsageError(f"param data={path}: need a finite N x D matrix with N >= 2, got shape {x.shape}")
+    if counts and ((x < 0).any() or (x != np.round(x)).any()):
+        raise UsageError(f"param data={path}: likelihood=multinomial needs non-negative whole counts "
+                         "(one row of category counts per point)")
     if not labels:
         return x, None
     y = _read(labels, "labels").ravel()

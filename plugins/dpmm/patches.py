@@ -61,14 +61,14 @@ def setup_patches(ctx) -> None:
 def wiener(x: np.ndarray, z: np.ndarray, model: dict[str, Any], sigma: float) -> np.ndarray:
     out = np.empty_like(x)
     d = x.shape[1]
-    for k in range(len(model["mu"])):
+    for k, (mu, cov) in enumerate(model["theta"]):
         idx = z == k
         if not idx.any():
             continue
-        vals, vecs = np.linalg.eigh(model["sigma"][k] - sigma**2 * np.eye(d))
+        vals, vecs = np.linalg.eigh(cov - sigma**2 * np.eye(d))
         clean_cov = (vecs * np.clip(vals, 0, None)) @ vecs.T
         gain = clean_cov @ np.linalg.inv(clean_cov + sigma**2 * np.eye(d))
-        out[idx] = model["mu"][k] + (x[idx] - model["mu"][k]) @ gain.T
+        out[idx] = mu + (x[idx] - mu) @ gain.T
     return out
 
 

@@ -1,4 +1,5 @@
-"""dpmm figures: time per iteration against N and against D (one line per rank count), NMI curves."""
+"""dpmm figures: time per iteration against N and against D (one line per likelihood, fixed
+other dimension and rank count), and NMI curves."""
 from __future__ import annotations
 
 import pathlib
@@ -18,18 +19,31 @@ def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.P
     plt = pyplot()
 
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
-    for ax, key in zip(axes[:2], ("n", "d")):
-        lines: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for ax, key, fixed in zip(axes[:2], ("n", "d"), ("d", "n")):
+        # A sweep of `key` is a series of records that agree on everything else that matters.
+        series: dict[tuple[str, int, int], dict[float, float]] = defaultdict(dict)
         for r in mine:
-            lines[r["launch"]["ranks"]].append((r["metrics"][key], r["metrics"]["iteration_s"]))
-        for ranks, pts in sorted(lines.items()):
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"{ranks} ranks")
+            m = r["metrics"]
+            name = (m.get("likelihood", "gaussian"), m[fixed], r["launch"]["ranks"])
+            series[name][m[key]] = m["iteration_s"]  # the latest record wins
+        for (lik, other, ranks), pts in sorted(series.items()):
+            if len(pts) < 2:
+                continue
+            xs = sorted(pts)
+            ax.plot(xs, [pts[x] for x in xs], "o-", label=f"{lik}, {fixed.upper()}={other:g}, {ranks} ranks")
         ax.set_xscale("log")
+        ticks = sorted({x for line in ax.get_lines() for x in line.get_xdata()})
+        if ticks:
+            ax.minorticks_off()
+            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax.set_xlabel(key.upper())
         ax.set_ylabel("seconds per iteration")
+        ax.set_title(f"against {key.upper()}", fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_lines():
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, f"no {key.upper()} sweep in these records", ha="center", transform=ax.transAxes)
     for r in mine:
         curve = r["metrics"].get("nmi_curve") or []
         if len(curve) > 1:
@@ -38,5 +52,7 @@ def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.P
     axes[2].set_ylabel("NMI vs ground truth")
     if axes[2].get_lines():
         axes[2].legend(fontsize=7)
+    else:
+        axes[2].text(0.5, 0.5, "no NMI curves (nmi_curve=false)", ha="center", transform=axes[2].transAxes)
     fig.suptitle("dpmm: sub-cluster split/merge sampler")
     return save_figure(fig, pathlib.Path(out_dir) / FIGURE_NAME, dpi=100)

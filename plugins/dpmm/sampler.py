@@ -2,9 +2,10 @@
 
 Rank 0 (the master) samples cluster and sub-cluster parameters and weights and broadcasts
 them; every rank holds its shard of the data with labels and sub-labels, samples them with
-a restricted Gibbs step (vectorised: one BLAS triangular solve per cluster for all points),
-and only sufficient statistics (N, sum x, sum x x^T per cluster and sub-cluster) are
-reduced: the bytes per iteration depend on K and D, never on N. Rank 0 then proposes splits
+a restricted Gibbs step (vectorised: one BLAS call per cluster for all points), and only
+sufficient statistics per cluster and sub-cluster (families.py: N, sum x, sum x x^T for the
+Gaussian; N and count sums for the multinomial) are reduced: the bytes per iteration depend
+on K and D, never on N. Rank 0 then proposes splits
 (a cluster into its two sub-clusters) and merges (pairs), accepts them by the
 Metropolis-Hastings ratios of ``moves.py``, and broadcasts the relabelling.
 """
@@ -15,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from harness_plugins.dpmm.families import Gaussian, Multinomial
 from harness_plugins.dpmm.moves import log_h_merge, log_h_split
-from harness_plugins.dpmm.niw import NIW, gaussian_loglik
+
+Family = Gaussian | Multinomial
 
 
 @dataclass
@@ -30,58 +33,47 @@ class Settings:
 
 @dataclass
 class Master:
-    """What only rank 0 keeps: the prior, cluster ages and the master's random stream."""
+    """What only rank 0 keeps: the likelihood family with its prior, cluster ages and the
+    master's random stream."""
 
-    prior: NIW
+    family: Family
     rng: np.random.Generator
     burnout: int = 20
     ages: list[int] = field(default_factory=lambda: [0])
 
 
-def local_stats(x: np.ndarray, z: np.ndarray, s: np.ndarray, k: int) -> np.ndarray:
-    """(K, 2, 1 + D + D^2) sufficient statistics of this shard, one row per (cluster, side)."""
-    d = x.shape[1]
-    out = np.zeros((k, 2, 1 + d + d * d))
+def local_stats(x: np.ndarray, z: np.ndarray, s: np.ndarray, k: int, fam: Family) -> np.ndarray:
+    """(K, 2, width) sufficient statistics of this shard, one row per (cluster, side)."""
+    out = np.zeros((k, 2, fam.width))
     group = 2 * z + s
     for g in range(2 * k):
         xg = x[group == g]
         if len(xg):
-            out[g // 2, g % 2, 0] = len(xg)
-            out[g // 2, g % 2, 1:1 + d] = xg.sum(axis=0)
-            out[g // 2, g % 2, 1 + d:] = (xg.T @ xg).ravel()
+            out[g // 2, g % 2] = fam.stats(xg)
     return out
-
-
-def _unpack(row: np.ndarray, d: int) -> tuple[float, np.ndarray, np.ndarray]:
-    return row[0], row[1:1 + d], row[1 + d:].reshape(d, d)
 
 
 def sample_model(stats: np.ndarray, master: Master, alpha: float) -> dict[str, Any]:
     """Weights and (sub-)cluster parameters from the posterior given the reduced statistics."""
-    k, _, width = stats.shape
-    d = int((-1 + np.sqrt(1 + 4 * (width - 1))) / 2)
-    rng, prior = master.rng, master.prior
+    k = stats.shape[0]
+    rng, fam = master.rng, master.family
     n = stats[:, :, 0].sum(axis=1)
     weights = rng.dirichlet(np.append(n, alpha))[:k]
-    model = {"log_w": np.log(weights), "mu": np.zeros((k, d)), "sigma": np.zeros((k, d, d)),
-             "sub_log_w": np.zeros((k, 2)), "sub_mu": np.zeros((k, 2, d)), "sub_sigma": np.zeros((k, 2, d, d))}
+    model: dict[str, Any] = {"log_w": np.log(weights), "theta": [], "sub_log_w": np.zeros((k, 2)), "sub_theta": []}
     for j in range(k):
-        total = stats[j, 0] + stats[j, 1]
-        model["mu"][j], model["sigma"][j] = prior.posterior(*_unpack(total, d)).sample(rng)
-        sub_n = stats[j, :, 0]
-        model["sub_log_w"][j] = np.log(rng.dirichlet(sub_n + alpha / 2))
-        for side in (0, 1):
-            model["sub_mu"][j, side], model["sub_sigma"][j, side] = prior.posterior(*_unpack(stats[j, side], d)).sample(rng)
+        model["theta"].append(fam.sample(stats[j, 0] + stats[j, 1], rng))
+        model["sub_log_w"][j] = np.log(rng.dirichlet(stats[j, :, 0] + alpha / 2))
+        model["sub_theta"].append([fam.sample(stats[j, side], rng) for side in (0, 1)])
     return model
 
 
 def sample_labels(x: np.ndarray, model: dict[str, Any], rng: np.random.Generator,
-                  hard: bool) -> tuple[np.ndarray, np.ndarray, float]:
+                  hard: bool, fam: Family) -> tuple[np.ndarray, np.ndarray, float]:
     """Restricted Gibbs (no new clusters) for labels, then sub-labels; returns the shard's log-likelihood."""
     k = len(model["log_w"])
     ll = np.empty((len(x), k))
     for j in range(k):
-        ll[:, j] = model["log_w"][j] + gaussian_loglik(x, model["mu"][j], model["sigma"][j])
+        ll[:, j] = model["log_w"][j] + fam.loglik(x, model["theta"][j])
     noise = 0.0 if hard else rng.gumbel(size=ll.shape)
     z = np.argmax(ll + noise, axis=1)
     loglik = float(ll[np.arange(len(x)), z].sum())
@@ -90,8 +82,7 @@ def sample_labels(x: np.ndarray, model: dict[str, Any], rng: np.random.Generator
         idx = np.flatnonzero(z == j)
         if not len(idx):
             continue
-        sub = np.stack([model["sub_log_w"][j, side] + gaussian_loglik(x[idx], model["sub_mu"][j, side],
-                                                                       model["sub_sigma"][j, side])
+        sub = np.stack([model["sub_log_w"][j, side] + fam.loglik(x[idx], model["sub_theta"][j][side])
                         for side in (0, 1)], axis=1)
         s[idx] = np.argmax(sub + (0.0 if hard else rng.gumbel(size=sub.shape)), axis=1)
     return z, s, loglik
@@ -99,10 +90,9 @@ def sample_labels(x: np.ndarray, model: dict[str, Any], rng: np.random.Generator
 
 def propose_moves(stats: np.ndarray, master: Master, alpha: float, allow: bool) -> dict[str, Any]:
     """Rank 0: accepted splits and merges, as a relabelling every rank applies identically."""
-    k, _, width = stats.shape
-    d = int((-1 + np.sqrt(1 + 4 * (width - 1))) / 2)
-    prior, rng = master.prior, master.rng
-    logm = lambda row: prior.log_marginal(*_unpack(row, d))  # noqa: E731
+    k = stats.shape[0]
+    rng = master.rng
+    logm = master.family.log_marginal
     splits, merges, reset = [], [], []
     empty = [j for j in range(k) if stats[j, :, 0].sum() == 0]
     for j in range(k):
