@@ -21,7 +21,7 @@ from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
 from harness.plan import Case
 from harness.protocol.aggregate import comm_summary, phase_summary, repeat_samples, resource_summary
-from harness.protocol.pmpi import build_hook
+from harness.protocol.pmpi import ready_hook
 from harness.protocol.stats import UNSTABLE_COV, summarize
 from harness.provenance import numerics_environment, software
 from harness.registry import Registry
@@ -46,9 +46,9 @@ class Session:
     _pmpi: tuple[str | None, str] | None = None                    # (hook path, why none), built once
 
     def allreduce_hook(self) -> tuple[str | None, str]:
-        """The compiled PMPI hook for MPI_Allreduce (built on first use), or None and why."""
+        """The compiled and proved PMPI hook for MPI_Allreduce (on first use), or None and why."""
         if self._pmpi is None:
-            path, note = build_hook()
+            path, note = ready_hook()
             self._pmpi = (str(path) if path else None, note)
         return self._pmpi
 

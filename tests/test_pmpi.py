@@ -83,3 +83,18 @@ def test_build_is_cached_and_can_be_turned_off(tmp_path, monkeypatch) -> None:
     assert again == first and again.stat().st_mtime_ns == mtime
     monkeypatch.setenv("HARNESS_PMPI", "0")
     assert build_hook(tmp_path) == (None, "HARNESS_PMPI=0")
+
+
+@pytest.mark.mpi
+def test_probe_proves_the_hook_once_and_rejects_a_broken_one(tmp_path, hook_path) -> None:
+    from harness.protocol.pmpi import probe_hook, ready_hook
+
+    path, why = ready_hook(tmp_path)
+    assert path is not None and why == ""
+    verdicts = list(path.parent.glob("probe-*.txt"))
+    assert len(verdicts) == 1 and verdicts[0].read_text() == ""   # cached: the next run skips the probe
+    assert ready_hook(tmp_path) == (path, "")
+    broken = tmp_path / "libbroken.so"
+    broken.write_bytes(b"not a shared library")
+    why = probe_hook(broken)
+    assert "does not work here" in why and "loading the PMPI hook failed" in why
