@@ -61,6 +61,22 @@ def test_html_is_self_contained_and_escaped(harness_cli, two_runs, tmp_path) -> 
     assert "http://" not in page and "https://" not in page
 
 
+def test_comm_counted_by_the_python_wrapper_is_marked(harness_cli, two_runs, tmp_path) -> None:
+    records = [read_jsonl(p)[0] for p in two_runs]
+    assert {rec["protocol"]["allreduce_profiler"] for rec in records} <= {"pmpi", "python"}
+    wrapped = copy.deepcopy(records[1])
+    wrapped["protocol"].update(allreduce_profiler="python", allreduce_profiler_note="HARNESS_PMPI=0")
+    mixed = tmp_path / "mixed.jsonl"
+    append_record(mixed, dict(records[0], protocol=dict(records[0]["protocol"], allreduce_profiler="pmpi")))
+    append_record(mixed, wrapped)
+    r = harness_cli("report", str(mixed))
+    assert r.returncode == 0, r.stderr
+    rows = {row[5]: row for row in _md_rows(r.stdout, "probe")}
+    assert rows[f"1x{wrapped['launch']['threads']}"][11].endswith(" (py)")
+    assert not rows[f"1x{records[0]['launch']['threads']}"][11].endswith(" (py)")
+    assert "counted by the Python wrapper" in r.stdout
+
+
 def test_corrupt_line_in_the_middle_is_named_and_skipped(harness_cli, two_runs, tmp_path) -> None:
     lines = two_runs[0].read_text().splitlines() + two_runs[1].read_text().splitlines()
     mixed = tmp_path / "mixed.jsonl"

@@ -8,6 +8,11 @@ import pandas as pd
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
                 "median (s)", "95% CI (s)", "throughput", "% of peak", "comm frac", "comm imbalance",
                 "claims", "reason"]
+# Marks a comm fraction whose Allreduce calls the Python wrapper counted (about 0.5 us more per
+# call than the C hook): compare such numbers with care against unmarked ones.
+PY_MARK = " (py)"
+PY_NOTE = ("comm frac marked (py): Allreduce was counted by the Python wrapper (~0.5 us per call more "
+           "than the PMPI hook); see protocol.allreduce_profiler_note in the record")
 CLAIM_COLUMNS = ["workload", "claim", "paper value", "measured", "verdict", "params", "machine", "backend",
                  "ranks x threads", "source"]
 
@@ -35,12 +40,19 @@ def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
                 _num(r.median_s), ci,
                 (_num(r.throughput) + f" {r.throughput_unit}") if r.throughput_unit else "",
                 _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%"),
-                _num(r.comm_fraction, "{:.3f}"), _num(r.comm_imbalance, "{:.3f}"),
+                _num(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
+                _num(r.comm_imbalance, "{:.3f}"),
                 f"{r.claims_passed} pass / {evaluated} evaluated / {r.claims_total}" if r.claims_total else "",
                 (r.reason or "").splitlines()[0][:160] if r.reason else "",
             ])
         out[str(workload)] = rows
     return out
+
+
+def profiler_note(rows: list[list[str]]) -> str:
+    """The footnote for a table with any comm fraction counted by the Python wrapper, or ""."""
+    col = CASE_COLUMNS.index("comm frac")
+    return PY_NOTE if any(row[col].endswith(PY_MARK) for row in rows) else ""
 
 
 def _claim_text(c: dict[str, Any]) -> str:
@@ -81,7 +93,8 @@ def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
 def markdown_report(df: pd.DataFrame, problems: list[str]) -> str:
     parts = [f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."]
     for workload, rows in case_rows(df).items():
-        parts.append(f"## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows))
+        note = profiler_note(rows)
+        parts.append(f"## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows) + (f"\n\n{note}" if note else ""))
     claims = claim_rows(df)
     parts.append("## Reproduction summary: paper claims\n\n"
                  + (markdown_table(CLAIM_COLUMNS, claims) if claims else "No claims were evaluated."))

@@ -60,6 +60,8 @@ def row(record: dict[str, Any], source: str = "") -> dict[str, Any]:
         "fraction_of_peak": metrics.get("fraction_of_peak_fp64"),
         "comm_fraction": comm.get("fraction_max"),
         "comm_imbalance": comm.get("imbalance"),
+        # pmpi (C hook) or python (wrapper, ~0.5 us more per Allreduce); "" without MPI comm
+        "allreduce_profiler": (record.get("protocol") or {}).get("allreduce_profiler", ""),
         "claims_passed": sum(1 for c in claims if c.get("passed") is True),
         "claims_failed": sum(1 for c in claims if c.get("passed") is False),
         "claims_total": len(claims),
