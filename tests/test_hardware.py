@@ -71,3 +71,27 @@ def test_shipped_profiles_validate_and_paper_nodes_match() -> None:
             cpu = p.data["cpu"]
             derived = cpu["cores"] * cpu["frequency_ghz"] * cpu["fp64_flops_per_cycle_per_core"]
             assert abs(p.data["peak"]["fp64_gflops"] - derived) / derived < 0.02, p.name
+
+
+def _sysfs(root, files: dict) -> None:
+    for rel, text in files.items():
+        f = root / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text + "\n")
+
+
+def test_clock_tuning_is_read_and_warned_about(tmp_path) -> None:
+    from harness.hardware.tuning import tuning
+
+    _sysfs(tmp_path, {"cpu0/cpufreq/scaling_governor": "powersave", "cpu1/cpufreq/scaling_governor": "performance",
+                      "cpu0/cpufreq/scaling_driver": "intel_pstate", "intel_pstate/no_turbo": "0",
+                      "smt/control": "on", "isolated": "2-3"})
+    t = tuning(tmp_path)
+    assert t["governors"] == ["performance", "powersave"] and t["driver"] == "intel_pstate"
+    assert t["boost"] is True and t["smt"] == "on" and t["isolated"] == "2-3"
+    assert any("powersave" in w for w in t["warnings"]) and any("turbo" in w for w in t["warnings"])
+    quiet = tmp_path / "tuned"
+    _sysfs(quiet, {"cpu0/cpufreq/scaling_governor": "performance", "cpufreq/boost": "0"})
+    assert tuning(quiet)["warnings"] == [] and tuning(quiet)["boost"] is False
+    bare = tuning(tmp_path / "none")
+    assert bare["governors"] == [] and bare["boost"] is None and "unknown" in bare["warnings"][0]

@@ -63,6 +63,15 @@ def _backend_rows() -> list[dict[str, str]]:
     return rows
 
 
+def _tuning_text(t: dict) -> str:
+    bits = [f"governor {', '.join(t.get('governors') or []) or 'unknown'}",
+            f"boost {({True: 'on', False: 'off'}).get(t.get('boost'), 'unknown')}",
+            f"SMT {t.get('smt') or 'unknown'}"]
+    if t.get("isolated"):
+        bits.append(f"isolated CPUs {t['isolated']}")
+    return ", ".join(bits) + "".join(f"\nwarning: {w}" for w in t.get("warnings", []))
+
+
 def main(args: argparse.Namespace) -> int:
     import os
 
@@ -96,6 +105,7 @@ def main(args: argparse.Namespace) -> int:
         ("max MHz", str(cpu["max_mhz"])), ("ISA flags", " ".join(cpu["flags"])), ("caches", caches),
         ("memory", f"{fp['memory_bytes'] / 2**30:.1f} GiB"),
         ("GPUs", ", ".join(g["name"] for g in fp["gpus"]) or "none"),
+        ("clock", _tuning_text(fp.get("tuning") or {})),
         ("profile", profile["name"] or (f"unmatched ({profile['reason']})"
                                         + ("; measured ceilings below" if ceilings else
                                            "; measure it: harness run --workload roofline"))),

@@ -171,6 +171,8 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"resume: {len(cases) - len(todo)} of {len(cases)} cases already ok, {len(todo)} to run")
 
     fp, profile, profile_data = machine()
+    for note in (fp.get("tuning") or {}).get("warnings", []):
+        err_console.print(f"note: {note}", markup=False)
     run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
                       profile_data=profile_data, launcher=launcher)

@@ -17,6 +17,7 @@ import subprocess
 from typing import Any
 
 from harness.cache import cache_dir
+from harness.hardware.tuning import tuning
 
 INTERESTING_FLAGS = re.compile(
     r"^(sse4_2|avx|avx2|fma|f16c|avx512\w*|amx\w*|avx_vnni|asimd\w*|neon|sve\w*|sme\d*|smef\w+|smei\w+|vsx|altivec|vmx)$")
@@ -129,7 +130,7 @@ def _cgroup_cpu_limit() -> float | None:
 
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> dict[str, Any]:
-    """The machine as a record fragment: cpu, caches, memory, gpus, os."""
+    """The machine as a record fragment: cpu, caches, memory, gpus, os, clock tuning."""
     import psutil
 
     proc = _proc_cpuinfo()
@@ -162,4 +163,5 @@ def fingerprint() -> dict[str, Any]:
         },
         "memory_bytes": psutil.virtual_memory().total,
         "gpus": _gpus(),
+        "tuning": tuning(),
     }
