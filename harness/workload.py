@@ -79,6 +79,10 @@ class Claim:
                 return f"applies only when {key} {op} {bound} (here {key}={params[key]})"
         return ""
 
+    def is_baseline(self, params: dict[str, Any]) -> bool:
+        """True for the case a relative claim compares others with (params incl. ranks, threads)."""
+        return self.relative_to is not None and all(params.get(k) == v for k, v in self.relative_to.items())
+
     def evaluate(self, metrics: dict[str, Any], params: dict[str, Any] | None = None,
                  baseline: dict[str, Any] | None = None) -> dict[str, Any]:
         """The verdict as a record fragment; a missing figure is 'not evaluated', never a pass.
@@ -98,7 +102,7 @@ class Claim:
             return verdict
         measured = value
         if self.relative_to is not None:
-            if all(params.get(k) == v for k, v in self.relative_to.items()):
+            if self.is_baseline(params):
                 verdict["reason"] = "not applicable: this case is the baseline"
                 return verdict
             base = _number((baseline or {}).get(self.metric))

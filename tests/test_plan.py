@@ -2,7 +2,7 @@ import pathlib
 
 import pytest
 
-from harness import Backend, Param, Workload, hookimpl
+from harness import Backend, Claim, Param, Workload, hookimpl
 from harness.errors import UsageError
 from harness.plan import Overrides, expand, parse_param_options, read_suite
 from harness.registry import build_registry
@@ -96,3 +96,23 @@ def test_bad_names_and_values(tmp_path, reg) -> None:
         expand([{"workload": "sweep"}], reg, Overrides(backends=["mkl"]))
     with pytest.raises(UsageError, match="NAME=VALUE"):
         parse_param_options(["msf"])
+
+
+class Relative(Sweep):
+    name = "relative"
+    claims = [Claim("t", ">", 1.0, relative_to={"msf": 1}, transform="speedup")]
+
+
+def test_baselines_of_relative_claims_run_first() -> None:
+    class Both:
+        @hookimpl
+        def harness_workloads(self):
+            return [Sweep(), Relative()]
+
+    reg = build_registry([("t:both", Both())], entry_points=False)
+    entries = [{"workload": "sweep", "params": {"msf": [8]}},
+               {"workload": ["relative", "sweep"], "params": {"msf": [4, 1, 16]}}]
+    cases = expand(entries, reg, Overrides())
+    # relative's baseline (msf=1) moves up to relative's first case; everything else keeps its place
+    assert [(c.workload, c.params["msf"]) for c in cases] == [
+        ("sweep", 8), ("relative", 1), ("relative", 4), ("relative", 16), ("sweep", 4), ("sweep", 1), ("sweep", 16)]

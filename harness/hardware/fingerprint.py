@@ -17,18 +17,11 @@ import subprocess
 from typing import Any
 
 from harness.cache import cache_dir
+from harness.hardware.sysfs import SYSFS_CPU, read_value
 from harness.hardware.tuning import tuning
 
 INTERESTING_FLAGS = re.compile(
     r"^(sse4_2|avx|avx2|fma|f16c|avx512\w*|amx\w*|avx_vnni|asimd\w*|neon|sve\w*|sme\d*|smef\w+|smei\w+|vsx|altivec|vmx)$")
-SYSFS_CPU = pathlib.Path("/sys/devices/system/cpu")
-
-
-def _read(path: pathlib.Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
 
 
 def _size_bytes(text: str | None) -> int | None:
@@ -44,19 +37,19 @@ def read_caches(cpu_dir: pathlib.Path = SYSFS_CPU / "cpu0") -> list[dict[str, An
     """Caches of one CPU from sysfs: level, type, size in bytes and how many CPUs share it."""
     caches = []
     for index in sorted(cpu_dir.glob("cache/index*")):
-        shared = _read(index / "shared_cpu_list") or ""
+        shared = read_value(index / "shared_cpu_list") or ""
         caches.append({
-            "level": int(_read(index / "level") or 0),
-            "type": _read(index / "type"),
-            "size_bytes": _size_bytes(_read(index / "size")),
-            "line_bytes": int(_read(index / "coherency_line_size") or 0) or None,
+            "level": int(read_value(index / "level") or 0),
+            "type": read_value(index / "type"),
+            "size_bytes": _size_bytes(read_value(index / "size")),
+            "line_bytes": int(read_value(index / "coherency_line_size") or 0) or None,
             "shared_cpu_list": shared,
         })
     return caches
 
 
 def count_sockets(cpu_root: pathlib.Path = SYSFS_CPU) -> int | None:
-    ids = {_read(p) for p in cpu_root.glob("cpu[0-9]*/topology/physical_package_id")}
+    ids = {read_value(p) for p in cpu_root.glob("cpu[0-9]*/topology/physical_package_id")}
     ids.discard(None)
     return len(ids) or None
 
@@ -80,7 +73,7 @@ def _proc_cpuinfo() -> dict[str, str]:
 @functools.lru_cache(maxsize=1)
 def py_cpuinfo() -> dict[str, Any]:
     """py-cpuinfo's answer, computed once per boot and kept in the user's cache folder."""
-    boot = _read(pathlib.Path("/proc/sys/kernel/random/boot_id")) or "unknown"
+    boot = read_value(pathlib.Path("/proc/sys/kernel/random/boot_id")) or "unknown"
     cache = cache_dir() / f"cpuinfo-{boot}.json"
     try:
         return json.loads(cache.read_text())
@@ -118,7 +111,7 @@ def _gpus() -> list[dict[str, str]]:
 
 
 def _cgroup_cpu_limit() -> float | None:
-    text = _read(pathlib.Path("/sys/fs/cgroup/cpu.max"))
+    text = read_value(pathlib.Path("/sys/fs/cgroup/cpu.max"))
     if not text or text.startswith("max"):
         return None
     quota, _, period = text.partition(" ")

@@ -9,23 +9,16 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-SYSFS_CPU = pathlib.Path("/sys/devices/system/cpu")
-
-
-def _read(path: pathlib.Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
+from harness.hardware.sysfs import SYSFS_CPU, read_value
 
 
 def _boost(cpu_root: pathlib.Path) -> bool | None:
     """True when turbo/boost may raise the clock: acpi-cpufreq's ``boost`` or intel_pstate's
     ``no_turbo`` (inverted); None when neither is exposed."""
-    boost = _read(cpu_root / "cpufreq" / "boost")
+    boost = read_value(cpu_root / "cpufreq" / "boost")
     if boost in ("0", "1"):
         return boost == "1"
-    no_turbo = _read(cpu_root / "intel_pstate" / "no_turbo")
+    no_turbo = read_value(cpu_root / "intel_pstate" / "no_turbo")
     if no_turbo in ("0", "1"):
         return no_turbo == "0"
     return None
@@ -34,12 +27,12 @@ def _boost(cpu_root: pathlib.Path) -> bool | None:
 def tuning(cpu_root: pathlib.Path = SYSFS_CPU) -> dict[str, Any]:
     """{governors, driver, boost, smt, isolated, warnings} of this node."""
     governors = sorted({g for p in cpu_root.glob("cpu[0-9]*/cpufreq/scaling_governor")
-                        if (g := _read(p))})
-    driver = next((d for p in sorted(cpu_root.glob("cpu[0-9]*/cpufreq/scaling_driver")) if (d := _read(p))), None)
+                        if (g := read_value(p))})
+    driver = next((d for p in sorted(cpu_root.glob("cpu[0-9]*/cpufreq/scaling_driver")) if (d := read_value(p))), None)
     boost = _boost(cpu_root)
     out: dict[str, Any] = {"governors": governors, "driver": driver, "boost": boost,
-                           "smt": _read(cpu_root / "smt" / "control"),
-                           "isolated": _read(cpu_root / "isolated") or "", "warnings": []}
+                           "smt": read_value(cpu_root / "smt" / "control"),
+                           "isolated": read_value(cpu_root / "isolated") or "", "warnings": []}
     warnings = out["warnings"]
     if not governors:
         warnings.append("no cpufreq governor in sysfs (VM or container?): the clock policy is unknown")

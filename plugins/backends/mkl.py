@@ -87,10 +87,16 @@ class MklBackend(BlasLibraryBackend):
                 ev["_library"] = "mkl (inside torch): " + next((ln for ln in torch_lines if "BLAS_INFO" in ln or "MKL" in ln), "")
         tf = sys.modules.get("tensorflow")
         if tf is not None:
-            ev["tensorflow"] = {"version": tf.__version__,
+            try:  # TensorFlow's own answer: oneDNN built in and switched on for this process
+                from tensorflow.python.util import _pywrap_util_port
+                active = bool(_pywrap_util_port.IsMklEnabled())
+            except Exception:  # noqa: BLE001 - a private module: absent in some builds
+                active = None
+            ev["tensorflow"] = {"version": tf.__version__, "onednn_active": active,
                                 "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS")}
-            if os.environ.get("TF_ENABLE_ONEDNN_OPTS") != "1":
-                problems.append("TensorFlow ran with oneDNN switched off (TF_ENABLE_ONEDNN_OPTS != 1)")
+            if active is False or os.environ.get("TF_ENABLE_ONEDNN_OPTS") != "1":
+                problems.append("TensorFlow ran with oneDNN switched off (TF_ENABLE_ONEDNN_OPTS="
+                                f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}, IsMklEnabled={active})")
             else:
                 ev["_framework_ok"] = True
                 ev["_library"] = f"oneDNN inside TensorFlow {tf.__version__}"

@@ -1,0 +1,66 @@
+"""tf_cnn: the synthetic images, oneDNN on against off in one run, data-parallel TF training,
+and the mkl backend refusing a case that switched oneDNN off."""
+import numpy as np
+import pytest
+
+from conftest import read_jsonl
+from harness_plugins.tf_cnn.data import images
+
+pytest.importorskip("tensorflow")
+
+
+def test_train_and_test_images_share_templates_and_are_deterministic() -> None:
+    x, y = images(64, 4, 16, seed=3, split=0)
+    xt, yt = images(64, 4, 16, seed=3, split=1)
+    assert x.shape == (64, 16, 16, 3) and x.dtype == np.float32 and y.dtype == np.int32
+    np.testing.assert_array_equal(images(64, 4, 16, seed=3, split=0)[0], x)
+    assert not np.array_equal(x, xt)
+    # the class means of both splits are the same templates (up to the noise)
+    for c in range(4):
+        assert np.abs(x[y == c].mean(axis=0) - xt[yt == c].mean(axis=0)).mean() < 0.5
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_onednn_against_eigen_in_one_run(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--param", "onednn=on,off",
+                    "--repeats", "3", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = read_jsonl(tmp_path / "results.jsonl")
+    # the baseline (off) runs first whatever the order of the sweep, so the claim is evaluated
+    assert [rec["params"]["onednn"] for rec in records] == ["off", "on"]
+    off, on = records
+    assert off["metrics"]["onednn_active"] is False and on["metrics"]["onednn_active"] is True
+    claim = on["claims"][0]
+    assert claim["baseline_value"] == off["metrics"]["images_per_s"]
+    assert claim["measured"] == pytest.approx(on["metrics"]["images_per_s"] / off["metrics"]["images_per_s"])
+    assert claim["passed"] in (True, False)
+    assert off["claims"][0]["passed"] is None
+    assert {"forward_backward", "optimizer", "inference"} <= set(on["phases"])
+
+
+@pytest.mark.tf
+@pytest.mark.mpi
+def test_two_ranks_average_gradients_through_the_profiled_comm(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--ranks", "2", "--repeats", "3",
+                    "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = read_jsonl(tmp_path / "results.jsonl")[0]
+    assert rec["metrics"]["replicas_identical"] is True
+    steps = rec["params"]["steps"]
+    assert rec["comm"]["ops"]["Allreduce"]["calls"] == 2 * 3 * steps  # one per step per rank
+    per_call = rec["comm"]["ops"]["Allreduce"]["bytes"] / rec["comm"]["ops"]["Allreduce"]["calls"]
+    assert per_call > 10_000  # the whole float32 gradient of the model in one message
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_mkl_backend_fails_a_case_that_switched_onednn_off(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--backend", "mkl", "--param", "onednn=off",
+                    "--repeats", "3", "--out", str(tmp_path))
+    rec = read_jsonl(tmp_path / "results.jsonl")[0]
+    if rec["status"] == "skipped":
+        pytest.skip(rec["reason"])
+    assert r.returncode == 1
+    assert rec["status"] == "failed" and "oneDNN switched off" in rec["reason"]
+    assert rec["backend"]["evidence"]["tensorflow"]["onednn_active"] is False
