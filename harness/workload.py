@@ -28,6 +28,7 @@ RELATIVE_TRANSFORMS = {
     "reduction": lambda value, base: 1.0 - value / base,   # 0.98 = 98% less than the baseline
     "speedup": lambda value, base: base / value,           # 16 = 16x faster than the baseline
     "ratio": lambda value, base: value / base,
+    "difference": lambda value, base: value - base,        # -0.01 = one point below the baseline
 }
 
 
@@ -47,7 +48,7 @@ class Claim:
     A relative claim compares a case with its baseline case: ``relative_to={"msf": 1}``
     names the baseline (same workload, size, backend, ranks, threads and other params, with
     these params replaced; ``{"ranks": 1}`` compares with the single-rank case), and ``transform`` turns (value, baseline value) into the measured
-    figure ("reduction", "speedup" or "ratio"). ``when={"msf": (">=", 64)}`` limits a claim to
+    figure ("reduction", "speedup", "ratio" or "difference"). ``when={"msf": (">=", 64)}`` limits a claim to
     the cases it speaks about; elsewhere it is recorded as not applicable.
     """
 

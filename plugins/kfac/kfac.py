@@ -1,0 +1,89 @@
+"""K-FAC natural-gradient preconditioning for the Linear layers of a torch model
+(Martens & Grosse 2015; the large-batch form of Osawa et al. 2019, SPECS.md 7.1).
+
+Per layer, with the input augmented by a 1 for the bias: A = E[a a^T] over the batch and
+G = E[g g^T] over the per-sample gradients of the loss with respect to the layer's output
+(the empirical Fisher: g from the labels' loss). Both are running averages with decay ``decay``;
+every ``inv_every`` steps they are inverted with factored Tikhonov damping,
+(A + pi sqrt(gamma) I)^-1 and (G + sqrt(gamma)/pi I)^-1, pi = sqrt((tr A / dim A) / (tr G / dim G)).
+The preconditioned gradient G^-1 grad(W|b) A^-1 is rescaled by KL clipping (kappa) before the
+momentum SGD step, as the large-batch K-FAC implementations do.
+
+Distributed: each rank computes A and G on its slice of the global batch; the caller averages
+them over ranks together with the gradients (one Allreduce), so every rank preconditions with
+the same factors and the replicas stay identical.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class KFAC:
+    def __init__(self, model, damping: float = 1e-3, decay: float = 0.95, inv_every: int = 5,
+                 kl_clip: float = 1e-3) -> None:
+        import torch
+
+        self.layers = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+        self.damping, self.decay, self.inv_every, self.kl_clip = damping, decay, inv_every, kl_clip
+        self._a: dict[Any, Any] = {}
+        self._g: dict[Any, Any] = {}
+        self.A: dict[Any, Any] = {}
+        self.G: dict[Any, Any] = {}
+        self.A_inv: dict[Any, Any] = {}
+        self.G_inv: dict[Any, Any] = {}
+        self.steps = 0
+        for layer in self.layers:
+            layer.register_forward_hook(self._save_input)
+
+    def _save_input(self, layer, inputs, output) -> None:
+        """Keep the layer's input, and catch the gradient of its output on the way back."""
+        if layer.training and output.requires_grad:
+            self._a[layer] = inputs[0].detach()
+            output.register_hook(lambda grad, layer=layer: self._g.__setitem__(layer, grad.detach()))
+
+    def batch_factors(self) -> list[Any]:
+        """This batch's [A_l, G_l] for every layer (from the last forward/backward)."""
+        import torch
+
+        out = []
+        for layer in self.layers:
+            a = self._a[layer]
+            a = torch.cat([a, torch.ones(len(a), 1, dtype=a.dtype)], dim=1)
+            g = self._g[layer] * len(a)  # per-sample gradients of a mean loss
+            out += [a.T @ a / len(a), g.T @ g / len(g)]
+        return out
+
+    def update(self, factors: list[Any]) -> None:
+        """Fold this step's (rank-averaged) factors into the running averages; invert when due."""
+        import torch
+
+        for i, layer in enumerate(self.layers):
+            new_a, new_g = factors[2 * i], factors[2 * i + 1]
+            if layer not in self.A:
+                self.A[layer], self.G[layer] = new_a.clone(), new_g.clone()
+            else:
+                self.A[layer].mul_(self.decay).add_(new_a, alpha=1 - self.decay)
+                self.G[layer].mul_(self.decay).add_(new_g, alpha=1 - self.decay)
+        if self.steps % self.inv_every == 0:
+            root = self.damping ** 0.5
+            for layer in self.layers:
+                A, G = self.A[layer], self.G[layer]
+                pi = ((torch.trace(A) / A.shape[0]) / (torch.trace(G) / G.shape[0]).clamp_min(1e-12)).clamp_min(1e-12) ** 0.5
+                self.A_inv[layer] = torch.linalg.inv(A + pi * root * torch.eye(A.shape[0], dtype=A.dtype))
+                self.G_inv[layer] = torch.linalg.inv(G + root / pi * torch.eye(G.shape[0], dtype=G.dtype))
+        self.steps += 1
+
+    def precondition(self, lr: float) -> None:
+        """Replace every Linear layer's .grad by its KL-clipped natural gradient."""
+        import torch
+
+        pre, vg = [], 0.0
+        for layer in self.layers:
+            grad = torch.cat([layer.weight.grad, layer.bias.grad[:, None]], dim=1)
+            nat = self.G_inv[layer] @ grad @ self.A_inv[layer]
+            vg += float((nat * grad).sum()) * lr * lr
+            pre.append(nat)
+        nu = min(1.0, (self.kl_clip / vg) ** 0.5) if vg > 0 else 1.0
+        for layer, nat in zip(self.layers, pre):
+            layer.weight.grad.copy_(nat[:, :-1] * nu)
+            layer.bias.grad.copy_(nat[:, -1] * nu)
