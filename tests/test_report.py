@@ -139,3 +139,20 @@ def test_html_renders_in_headless_chromium(harness_cli, two_runs, tmp_path) -> N
     assert shot.is_file() and shot.stat().st_size > 20_000, r.stderr[-2000:]
     console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln]
     assert console == []
+
+
+def test_reproduction_summary_leaves_out_claims_that_do_not_apply() -> None:
+    import pandas as pd
+
+    from harness.report.tables import claim_rows
+
+    claims = [{"metric": "t", "comparison": ">", "threshold": 1.0, "measured": 2.0, "passed": True},
+              {"metric": "u", "comparison": ">", "threshold": 1.0, "measured": None, "passed": None,
+               "reason": "not applicable: applies only when x == 1 (here x=2)"},
+              {"metric": "v", "comparison": ">", "threshold": 1.0, "measured": None, "passed": None,
+               "reason": "metric 'v' was not reported by this case"}]
+    df = pd.DataFrame([{"workload": "w", "params": "{}", "machine": "m", "backend": "default", "status": "ok",
+                        "claims": claims, "ranks": 1, "threads": 1}])
+    rows = claim_rows(df)
+    assert [row[1] for row in rows] == ["t > 1", "v > 1"]
+    assert rows[1][4].startswith("not evaluated: metric 'v'")

@@ -64,7 +64,9 @@ def _claim_text(c: dict[str, Any]) -> str:
 
 
 def claim_rows(df: pd.DataFrame) -> list[list[str]]:
-    """Every evaluated claim of every ok case: the table the papers are checked against."""
+    """Every claim of every ok case that applies to it (a claim limited by ``when`` to other
+    params, or the baseline case of a relative claim, is left out): the table the papers are
+    checked against. Claims that apply but could not be evaluated stay, with the reason."""
     rows = []
     if df.empty:
         return rows
@@ -72,6 +74,8 @@ def claim_rows(df: pd.DataFrame) -> list[list[str]]:
         if r.status != "ok":
             continue
         for c in r.claims:
+            if c.get("passed") is None and str(c.get("reason", "")).startswith("not applicable"):
+                continue
             verdict = {True: "pass", False: "FAIL", None: "not evaluated"}[c.get("passed")]
             if c.get("passed") is None and c.get("reason"):
                 verdict += f": {c['reason']}"
