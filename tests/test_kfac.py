@@ -52,6 +52,7 @@ batch = [256, 32]
 """
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.mpi
 def test_sweep_evaluates_the_claims_and_two_ranks_agree(harness_cli, tmp_path) -> None:
