@@ -1,13 +1,13 @@
 """Running one case end to end: skip checks, child process, record.
 
 The parent never imports a workload's heavy dependencies: it decides skips, writes a
-spec, launches ``harness.worker`` (under ``mpiexec`` for several ranks), and builds the
-record from the worker's result file, or from its error files and exit status.
+:class:`~harness.casefiles.WorkerSpec`, launches ``harness.worker`` (under ``mpiexec`` for
+several ranks), and builds the :class:`~harness.results.record.Record` from the worker's
+result, or from its error files and exit status.
 """
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import pathlib
 import re
@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.baselines import RunIndex
+from harness.casefiles import CaseFiles, WorkerResult, WorkerSpec
 from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
 from harness.plan import Case
@@ -25,6 +27,8 @@ from harness.protocol.pmpi import ready_hook
 from harness.protocol.stats import UNSTABLE_COV, summarize
 from harness.provenance import numerics_environment, software
 from harness.registry import Registry
+from harness.results.record import (BackendInfo, CommSummary, LaunchInfo, PhaseStats, ProtocolInfo, Record,
+                                    Stats, Throughput, WorkloadInfo)
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -40,7 +44,7 @@ class Session:
     hardware: dict[str, Any]
     profile: dict[str, Any]
     unstable_cov: float = UNSTABLE_COV
-    history: list[dict[str, Any]] = field(default_factory=list)  # ok records, for relative claims
+    index: RunIndex = field(default_factory=RunIndex)            # ok records, for relative claims
     profile_data: dict[str, Any] = field(default_factory=dict)   # the matched profile's TOML, for workloads
     launcher: Launcher = field(default_factory=Launcher)
     _pmpi: tuple[str | None, str] | None = None                    # (hook path, why none), built once
@@ -52,25 +56,35 @@ class Session:
             self._pmpi = (str(path) if path else None, note)
         return self._pmpi
 
-    def baseline_metrics(self, case: Case, relative_to: dict[str, Any]) -> dict[str, Any] | None:
-        """Metrics of the latest ok record that is ``case`` with ``relative_to`` swapped in.
-
-        ``relative_to`` names params, or ``ranks``: a baseline at another rank count is matched
-        whatever its threads (the default thread count follows the ranks)."""
-        want = dict(case.params, **{k: v for k, v in relative_to.items() if k not in ("ranks", "threads")})
-        ranks = relative_to.get("ranks", case.ranks)
-        threads = relative_to.get("threads", None if "ranks" in relative_to else case.threads)
-        for rec in reversed(self.history):
-            if (rec["workload"]["name"] == case.workload and rec["size"] == case.size
-                    and rec["params"] == want and rec["backend"]["requested"] == case.backend
-                    and rec["launch"]["ranks"] == ranks
-                    and (threads is None or rec["launch"]["threads"] == threads)):
-                return rec["metrics"]
-        return None
-
     @property
     def work_dir(self) -> pathlib.Path:
         return self.out_dir / ".work" / self.run_id
+
+
+@dataclass
+class PreparedLaunch:
+    """How a case starts: the one definition ``--dry-run`` prints and the real run executes."""
+
+    argv: list[str]
+    env: dict[str, str]        # the child's whole environment
+    chosen: dict[str, str]     # what the harness set: thread counts and the backend's variables
+    launcher_env: dict[str, str]  # what the launcher set
+    launcher: str              # local, mpiexec or srun
+
+    def shell_text(self) -> str:
+        """The command as a shell line, with every variable the harness or launcher set."""
+        import shlex
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted({**self.chosen, **self.launcher_env}.items()))
+        return f"{env} {shlex.join(self.argv)}"
+
+
+def prepare_launch(case: Case, registry: Registry, launcher: Launcher,
+                   spec_path: pathlib.Path | str) -> PreparedLaunch:
+    """The launch command and environment of ``case`` whose worker spec is at ``spec_path``."""
+    env, chosen = child_environment(case, registry)
+    argv, extra_env, name = launcher.command(case.ranks, case.threads, worker_argv(sys.executable, spec_path))
+    env.update(extra_env)
+    return PreparedLaunch(argv=argv, env=env, chosen=chosen, launcher_env=extra_env, launcher=name)
 
 
 def _now() -> str:
@@ -105,28 +119,24 @@ def skip_reason(case: Case, registry: Registry, launcher: Launcher) -> str | Non
     return workload.skip_reason(case.params, case.ranks)
 
 
-def base_record(case: Case, session: Session) -> dict[str, Any]:
+def base_record(case: Case, session: Session) -> Record:
     """The parts of a record known before the case runs (status 'skipped' until told otherwise)."""
     reg = session.registry
     workload = reg.workload(case.workload)
-    return {
-        "schema": "hpml-harness/record", "schema_version": 1,
-        "id": uuid.uuid4().hex, "case_id": case.case_id, "run_id": session.run_id,
-        "created": _now(), "duration_s": 0.0, "status": "skipped", "reason": "",
-        "workload": {"name": case.workload, "source": reg.source("workload", case.workload),
-                     "paper": workload.paper},
-        "size": case.size, "params": case.params, "swept": case.swept,
-        "backend": {"requested": case.backend,
-                    "source": reg.source("backend", case.backend) if case.backend else None,
-                    "verified": None, "library": "", "evidence": {}, "warnings": [], "environment": {}},
-        "launch": {"launcher": "none", "ranks": case.ranks, "threads": case.threads, "command": [],
-                   "timeout_s": case.timeout, "returncode": None},
-        "hardware": session.hardware, "profile": session.profile, "software": software(),
-        "environment": numerics_environment(os.environ),
-        "protocol": {"repeats": case.repeats, "warmup": case.warmup, "unstable_cov": session.unstable_cov},
-        "samples": [], "stats": None, "phases": {}, "comm": None, "resources": {},
-        "system_load": {}, "metrics": {}, "metric_samples": {}, "claims": [], "stderr_tail": "",
-    }
+    return Record(
+        id=uuid.uuid4().hex, case_id=case.case_id, run_id=session.run_id, created=_now(), status="skipped",
+        workload=WorkloadInfo(name=case.workload, source=reg.source("workload", case.workload),
+                              paper=workload.paper,
+                              throughput=Throughput(*workload.throughput) if workload.throughput else None,
+                              ceilings=dict(workload.ceilings)),
+        size=case.size, params=case.params, swept=case.swept,
+        backend=BackendInfo(requested=case.backend,
+                            source=reg.source("backend", case.backend) if case.backend else None),
+        launch=LaunchInfo(launcher="none", ranks=case.ranks, threads=case.threads, timeout_s=case.timeout),
+        protocol=ProtocolInfo(repeats=case.repeats, warmup=case.warmup, unstable_cov=session.unstable_cov),
+        hardware=session.hardware, profile=session.profile, software=software(),
+        environment=numerics_environment(os.environ),
+    )
 
 
 def child_environment(case: Case, registry: Registry) -> tuple[dict[str, str], dict[str, str]]:
@@ -140,12 +150,11 @@ def child_environment(case: Case, registry: Registry) -> tuple[dict[str, str], d
     return env, chosen
 
 
-def _failure_reason(proc: ProcessResult, error_files: list[pathlib.Path], case: Case) -> tuple[str, str]:
+def _failure_reason(proc: ProcessResult, files: CaseFiles, case: Case) -> tuple[str, str]:
     if proc.timed_out:
         return "timeout", f"exceeded the {case.timeout:g} s timeout and was killed"
-    for err in error_files:
+    for rank, err in files.errors():
         lines = [ln for ln in err.read_text().strip().splitlines() if ln.strip()]
-        rank = err.name.rsplit(".rank", 1)[-1].split(".")[0]
         if lines:
             return "failed", f"rank {rank} raised {lines[-1].strip()}"
     code = proc.returncode
@@ -164,91 +173,77 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-def execute(case: Case, session: Session) -> dict[str, Any]:
+def execute(case: Case, session: Session) -> Record:
     """Run ``case`` and return its record (not yet written)."""
     record = base_record(case, session)
     t_start = time.perf_counter()
     why = skip_reason(case, session.registry, session.launcher)
     if why:
-        record["reason"] = why
+        record.reason = why
         return record
 
     reg = session.registry
-    case_dir = session.work_dir / f"{uuid.uuid4().hex[:8]}-{_slug(case.label)}"
-    case_dir.mkdir(parents=True, exist_ok=True)
-    result_path = case_dir / "result.json"
-    artifact_dir = session.out_dir / "artifacts" / _slug(f"{case.label}-{record['id'][:8]}")
+    files = CaseFiles(session.work_dir / f"{uuid.uuid4().hex[:8]}-{_slug(case.label)}")
+    files.folder.mkdir(parents=True, exist_ok=True)
     plugins = [reg.source("workload", case.workload)]
     if case.backend:
         plugins.append(reg.source("backend", case.backend))
-    spec = {"workload": case.workload, "backend": case.backend, "plugins": plugins,
-            "params": case.params, "size": case.size, "ranks": case.ranks, "threads": case.threads,
-            "repeats": case.repeats, "warmup": case.warmup, "result_path": str(result_path),
-            "artifact_dir": str(artifact_dir), "profile": session.profile_data,
-            "profile_dirs": [str(d) for d in reg.profile_dirs],
-            "pmpi_hook": session.allreduce_hook()[0]}
-    spec_path = case_dir / "spec.json"
-    spec_path.write_text(json.dumps(spec))
+    spec = WorkerSpec(
+        workload=case.workload, backend=case.backend, plugins=plugins, params=case.params, size=case.size,
+        ranks=case.ranks, threads=case.threads, repeats=case.repeats, warmup=case.warmup,
+        case_dir=str(files.folder),
+        artifact_dir=str(session.out_dir / "artifacts" / _slug(f"{case.label}-{record.id[:8]}")),
+        profile=session.profile_data, profile_dirs=[str(d) for d in reg.profile_dirs],
+        pmpi_hook=session.allreduce_hook()[0])
+    launch = prepare_launch(case, reg, session.launcher, spec.write())
+    record.backend.environment = launch.chosen
+    record.environment = numerics_environment(launch.env)
+    record.launch.launcher, record.launch.command = launch.launcher, launch.argv
+    record.system_load["before"] = _load()
 
-    env, chosen = child_environment(case, session.registry)
-    argv, extra_env, launcher = session.launcher.command(
-        case.ranks, case.threads, worker_argv(sys.executable, spec_path))
-    env.update(extra_env)
-    record["backend"]["environment"] = chosen
-    record["environment"] = numerics_environment(env)
-    record["launch"].update(launcher=launcher, command=argv)
-    record["system_load"]["before"] = _load()
+    proc = run_process(launch.argv, launch.env, case.timeout)
 
-    proc = run_process(argv, env, case.timeout)
-
-    record["system_load"]["after"] = _load()
-    record["launch"]["returncode"] = proc.returncode
-    record["stderr_tail"] = proc.output_tail
-    record["duration_s"] = time.perf_counter() - t_start
-    errors = sorted(case_dir.glob("result.json.rank*.error"))
-    if proc.timed_out or errors or not result_path.is_file() or proc.returncode != 0:
-        record["status"], record["reason"] = _failure_reason(proc, errors, case)
+    record.system_load["after"] = _load()
+    record.launch.returncode = proc.returncode
+    record.stderr_tail = proc.output_tail
+    record.duration_s = time.perf_counter() - t_start
+    if proc.timed_out or files.errors() or not files.result.is_file() or proc.returncode != 0:
+        record.status, record.reason = _failure_reason(proc, files, case)
         return record
 
-    result = json.loads(result_path.read_text())
-    fill_from_result(record, result, case, session)
+    fill_from_result(record, WorkerResult.read(files), case, session)
     return record
 
 
-def fill_from_result(record: dict[str, Any], result: dict[str, Any], case: Case, session: Session) -> None:
+def fill_from_result(record: Record, result: WorkerResult, case: Case, session: Session) -> None:
     """Samples, statistics, phases, comm, verification, metrics and claims from a worker result."""
-    ranks = result["ranks"]
-    samples = repeat_samples(ranks)
-    record["samples"] = samples
-    record["samples_per_rank"] = [r["samples"] for r in ranks]
-    record["stats"] = summarize(samples, session.unstable_cov)
-    record["phases"] = phase_summary(ranks)
-    record["comm"] = comm_summary(ranks, case.repeats)
-    record["resources"] = resource_summary(ranks)
-    record["software"] = dict(record["software"], mpi_library=result.get("mpi_library"))
-    if result.get("allreduce_profiler"):
-        note = session.allreduce_hook()[1] or result.get("allreduce_profiler_note", "")
-        record["protocol"].update(allreduce_profiler=result["allreduce_profiler"],
-                                  allreduce_profiler_note=note)
-    record["metrics"] = result["metrics"]
-    record["metric_samples"] = result["metric_samples"]
-    v = result["verification"]
-    record["backend"].update(verified=v["ok"] if case.backend else None, library=v["library"],
-                             evidence=v["evidence"], warnings=v["warnings"])
-    workload = session.registry.workload(case.workload)
-    record["claims"] = [
-        c.evaluate(record["metrics"], {**case.params, "ranks": case.ranks, "threads": case.threads},
-                   session.baseline_metrics(case, c.relative_to) if c.relative_to else None)
-        for c in workload.claims]
-    if case.backend and not (v["ok"] and all(result.get("verification_per_rank_ok", [True]))):
-        record["status"] = "failed"
-        record["reason"] = f"backend {case.backend!r} verification failed: {v['reason'] or 'see evidence'}"
+    ranks = result.ranks
+    record.samples = repeat_samples(ranks)
+    record.samples_per_rank = [r["samples"] for r in ranks]
+    record.stats = Stats(**summarize(record.samples, session.unstable_cov))
+    record.phases = {k: PhaseStats(**v) for k, v in phase_summary(ranks).items()}
+    comm = comm_summary(ranks, case.repeats)
+    record.comm = CommSummary(**comm) if comm else None
+    record.resources = resource_summary(ranks)
+    record.software = dict(record.software, mpi_library=result.mpi_library)
+    if result.allreduce_profiler:
+        record.protocol.allreduce_profiler = result.allreduce_profiler
+        record.protocol.allreduce_profiler_note = session.allreduce_hook()[1] or result.allreduce_profiler_note
+    record.metrics = result.metrics
+    record.metric_samples = result.metric_samples
+    v = result.verification
+    record.backend.verified = v.ok if case.backend else None
+    record.backend.library, record.backend.evidence, record.backend.warnings = v.library, v.evidence, v.warnings
+    record.claims = session.index.verdicts(case, session.registry.workload(case.workload), record.metrics)
+    if case.backend and not (v.ok and all(result.verification_per_rank_ok)):
+        record.status = "failed"
+        record.reason = f"backend {case.backend!r} verification failed: {v.reason or 'see evidence'}"
         return
-    record["status"] = "ok"
-    stats = record["stats"]
-    if not stats["unstable"]:
-        record["reason"] = ""
-    elif stats["n"] < 3:
-        record["reason"] = f"unstable: only {stats['n']} sample(s); use --repeats 3 or more for statistics"
+    record.status = "ok"
+    stats = record.stats
+    if not stats.unstable:
+        record.reason = ""
+    elif stats.n < 3:
+        record.reason = f"unstable: only {stats.n} sample(s); use --repeats 3 or more for statistics"
     else:
-        record["reason"] = f"unstable: CoV {stats['cov']:.2f} above {session.unstable_cov:g}"
+        record.reason = f"unstable: CoV {stats.cov:.2f} above {session.unstable_cov:g}"

@@ -15,6 +15,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.baselines import baselines_first
 from harness.errors import UsageError, did_you_mean
 from harness.registry import Registry
 
@@ -183,26 +184,3 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
         raise UsageError(f"--param {', '.join(sorted(unused))}: no selected workload has such a param "
                          "(see `harness list workloads`)")
     return baselines_first(cases, registry)
-
-
-def baselines_first(cases: list[Case], registry: Registry) -> list[Case]:
-    """The cases in their order, except that the baselines of a workload's relative claims move
-    up to where that workload's first case stands, so the other cases' claims are evaluated in
-    the same run whatever order a sweep lists its values in."""
-    def is_baseline(c: Case) -> bool:
-        values = {**c.params, "ranks": c.ranks, "threads": c.threads}
-        return any(claim.is_baseline(values) for claim in registry.workload(c.workload).claims)
-
-    baselines: dict[str, list[Case]] = {}
-    for c in cases:
-        if is_baseline(c):
-            baselines.setdefault(c.workload, []).append(c)
-    out: list[Case] = []
-    seen: set[str] = set()
-    for c in cases:
-        if c.workload not in seen:
-            seen.add(c.workload)
-            out.extend(baselines.get(c.workload, []))
-        if not is_baseline(c):
-            out.append(c)
-    return out

@@ -15,7 +15,9 @@ import pluggy
 
 from harness import hookspecs
 from harness.backend import Backend
+from harness.claims import Claim
 from harness.errors import did_you_mean
+from harness.results.record import Record
 from harness.workload import SIZES, Workload
 
 BUILTIN_DISTRIBUTION = "hpml-harness"
@@ -66,11 +68,12 @@ class Registry:
                 problems.append(Problem(impl.plugin_name, f"{hook} raised {exc!r}"))
         return problems
 
-    def notify_case_finished(self, record: dict[str, Any]) -> list[Problem]:
-        return self._notify("harness_case_finished", record=record)
+    def notify_case_finished(self, record: Record) -> list[Problem]:
+        """Hooks receive the record's JSON form (a plain dict, schema version 2): a stable contract."""
+        return self._notify("harness_case_finished", record=record.to_json())
 
-    def notify_run_finished(self, records: list[dict[str, Any]], out_dir: pathlib.Path) -> list[Problem]:
-        return self._notify("harness_run_finished", records=records, out_dir=out_dir)
+    def notify_run_finished(self, records: list[Record], out_dir: pathlib.Path) -> list[Problem]:
+        return self._notify("harness_run_finished", records=[r.to_json() for r in records], out_dir=out_dir)
 
 
 def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list[tuple[str, object]]:
@@ -132,6 +135,16 @@ def _check_workload(obj: Any) -> tuple[Workload | None, str]:
         bad = set(values) - set(obj.params)
         if bad:
             return None, f"workload {obj.name!r} size {size!r} sets undeclared params {sorted(bad)}"
+    if not all(isinstance(c, Claim) for c in obj.claims):
+        return None, f"workload {obj.name!r}: claims must be harness.Claim objects"
+    tp = obj.throughput
+    if tp is not None and not (isinstance(tp, tuple) and len(tp) in (2, 3) and all(isinstance(x, str) for x in tp)):
+        return None, (f"workload {obj.name!r}: throughput must be (metric, unit[, fraction-of-peak metric]), "
+                      f"e.g. ('samples_per_s', 'samples/s'), not {tp!r}")
+    for claim in obj.claims:
+        bad = set((claim.control.params if claim.control else {})) - set(obj.params) - {"ranks", "threads"}
+        if bad:
+            return None, f"workload {obj.name!r}: the control of claim {claim.text!r} sets undeclared params {sorted(bad)}"
     return obj, ""
 
 

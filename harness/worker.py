@@ -7,7 +7,6 @@ parent records the case as failed with the reason instead of waiting on a hang.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import pathlib
@@ -18,6 +17,7 @@ import time
 import traceback
 from typing import Any
 
+from harness.casefiles import Verification, WorkerResult, WorkerSpec
 from harness.protocol.comm import ProfiledComm
 from harness.protocol.context import RunContext
 from harness.protocol.phases import PhaseClock
@@ -86,25 +86,24 @@ def _mpi_library() -> str | None:
         return None
 
 
-def run_case(spec: dict[str, Any]) -> None:
+def run_case(spec: WorkerSpec) -> None:
     from harness.registry import build_registry
 
-    ranks = int(spec["ranks"])
-    world, comm_error, hook, hook_note = _mpi_world(ranks, spec.get("pmpi_hook"))
+    world, comm_error, hook, hook_note = _mpi_world(spec.ranks, spec.pmpi_hook)
     rank = world.Get_rank() if world is not None else 0
-    registry = build_registry(only=set(spec["plugins"]))
-    workload = registry.workload(spec["workload"])
-    backend = registry.backend(spec["backend"]) if spec.get("backend") else None
+    registry = build_registry(only=set(spec.plugins))
+    workload = registry.workload(spec.workload)
+    backend = registry.backend(spec.backend) if spec.backend else None
 
     clock = PhaseClock()
     comm = ProfiledComm(world, clock, hook) if world is not None else None
-    artifact_dir = pathlib.Path(spec["artifact_dir"])
+    artifact_dir = pathlib.Path(spec.artifact_dir)
     if rank == 0:
         artifact_dir.mkdir(parents=True, exist_ok=True)
-    ctx = RunContext(params=spec["params"], size=spec["size"], threads=int(spec["threads"]),
-                     artifact_dir=artifact_dir, clock=clock, backend=spec.get("backend"),
-                     backend_impl=backend, profile=spec.get("profile") or {},
-                     profile_dirs=[pathlib.Path(d) for d in spec.get("profile_dirs", [])],
+    ctx = RunContext(params=spec.params, size=spec.size, threads=spec.threads,
+                     artifact_dir=artifact_dir, clock=clock, backend=spec.backend,
+                     backend_impl=backend, profile=spec.profile or {},
+                     profile_dirs=[pathlib.Path(d) for d in spec.profile_dirs],
                      _comm=comm, _comm_error=comm_error)
 
     if backend is not None:
@@ -114,7 +113,7 @@ def run_case(spec: dict[str, Any]) -> None:
     setup_s = time.perf_counter() - t_setup
     clock.take()
 
-    warmup, repeats = int(spec["warmup"]), int(spec["repeats"])
+    warmup, repeats = spec.warmup, spec.repeats
     samples: list[float] = []
     phase_samples: list[dict[str, dict[str, float]]] = []
     metrics: dict[str, Any] = {}
@@ -145,11 +144,10 @@ def run_case(spec: dict[str, Any]) -> None:
 
     if backend is not None:
         v = backend.verify()
-        verification = {"ok": bool(v.ok), "library": v.library, "reason": v.reason,
-                        "warnings": list(v.warnings), "evidence": v.evidence}
+        verification = Verification(ok=bool(v.ok), library=v.library, reason=v.reason,
+                                    warnings=list(v.warnings), evidence=v.evidence)
     else:
-        verification = {"ok": True, "library": "", "reason": "no backend requested",
-                        "warnings": [], "evidence": _generic_evidence()}
+        verification = Verification(ok=True, reason="no backend requested", evidence=_generic_evidence())
 
     mine = {
         "rank": rank,
@@ -166,34 +164,25 @@ def run_case(spec: dict[str, Any]) -> None:
     verifications = world.gather(verification, root=0) if world is not None else [verification]
     if rank != 0:
         return
-    result = {
-        "ranks": per_rank,
-        "metrics": metrics,
-        "metric_samples": metric_samples,
-        "verification": verifications[0],
-        "verification_per_rank_ok": [bool(v["ok"]) for v in verifications],
-        "mpi_library": _mpi_library(),
-        "allreduce_profiler": comm.profiler if comm is not None else None,
-        "allreduce_profiler_note": hook_note if comm is not None else "",
-    }
-    out = pathlib.Path(spec["result_path"])
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, out)
+    WorkerResult(
+        ranks=per_rank, metrics=metrics, metric_samples=metric_samples, verification=verifications[0],
+        verification_per_rank_ok=[bool(v.ok) for v in verifications], mpi_library=_mpi_library(),
+        allreduce_profiler=comm.profiler if comm is not None else None,
+        allreduce_profiler_note=hook_note if comm is not None else "",
+    ).write(spec.files)
 
 
 def main(argv: list[str]) -> int:
-    spec = json.loads(pathlib.Path(argv[1]).read_text())
+    spec = WorkerSpec.read(argv[1])
     try:
         run_case(spec)
     except BaseException:  # noqa: BLE001 - report everything, including SystemExit from plugins
         rank = (os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")
                 or os.environ.get("SLURM_PROCID") or "0")
-        err = pathlib.Path(f"{spec['result_path']}.rank{rank}.error")
-        err.write_text(traceback.format_exc())
+        spec.files.error(rank).write_text(traceback.format_exc())
         sys.stderr.write(traceback.format_exc())
         sys.stderr.flush()
-        if int(spec["ranks"]) > 1:
+        if spec.ranks > 1:
             try:
                 from mpi4py import MPI
                 MPI.COMM_WORLD.Abort(3)

@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import importlib.util
-import math
-import operator
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from harness.claims import Claim, Control  # noqa: F401 - re-exported: the contract's old home
 from harness.errors import UsageError, did_you_mean
 from harness.params import Param
 
@@ -14,108 +12,6 @@ if TYPE_CHECKING:
     from harness.protocol.context import RunContext
 
 SIZES = ("smoke", "small", "paper")
-
-_COMPARISONS = {
-    ">=": operator.ge,
-    ">": operator.gt,
-    "<=": operator.le,
-    "<": operator.lt,
-    "==": operator.eq,
-}
-
-
-RELATIVE_TRANSFORMS = {
-    "reduction": lambda value, base: 1.0 - value / base,   # 0.98 = 98% less than the baseline
-    "speedup": lambda value, base: base / value,           # 16 = 16x faster than the baseline
-    "ratio": lambda value, base: value / base,
-    "difference": lambda value, base: value - base,        # -0.01 = one point below the baseline
-}
-
-
-def _number(value: Any) -> float | None:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
-        return None
-    return float(value)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A checkable statement from a paper: ``metric comparison threshold``.
-
-    ``paper_value`` is what the paper reports (kept next to the measured value);
-    ``source`` says where in the paper it comes from.
-
-    A relative claim compares a case with its baseline case: ``relative_to={"msf": 1}``
-    names the baseline (same workload, size, backend, ranks, threads and other params, with
-    these params replaced; ``{"ranks": 1}`` compares with the single-rank case), and ``transform`` turns (value, baseline value) into the measured
-    figure ("reduction", "speedup", "ratio" or "difference"). ``when={"msf": (">=", 64)}`` limits a claim to
-    the cases it speaks about; elsewhere it is recorded as not applicable.
-    """
-
-    metric: str
-    comparison: str
-    threshold: float
-    paper_value: float | str | None = None
-    source: str = ""
-    description: str = ""
-    relative_to: dict[str, Any] | None = None
-    transform: str | None = None
-    when: dict[str, tuple[str, Any]] | None = None
-
-    def __post_init__(self) -> None:
-        if self.comparison not in _COMPARISONS:
-            raise ValueError(f"Claim comparison must be one of {', '.join(_COMPARISONS)}")
-        if (self.relative_to is None) != (self.transform is None):
-            raise ValueError("a relative Claim needs both relative_to and transform")
-        if self.transform is not None and self.transform not in RELATIVE_TRANSFORMS:
-            raise ValueError(f"Claim transform must be one of {', '.join(RELATIVE_TRANSFORMS)}")
-        for key, (op, _) in (self.when or {}).items():
-            if op not in _COMPARISONS:
-                raise ValueError(f"Claim when[{key!r}] comparison must be one of {', '.join(_COMPARISONS)}")
-
-    def applies(self, params: dict[str, Any]) -> str:
-        """'' when the claim speaks about a case with these params, else why not."""
-        for key, (op, bound) in (self.when or {}).items():
-            if key in params and not _COMPARISONS[op](params[key], bound):
-                return f"applies only when {key} {op} {bound} (here {key}={params[key]})"
-        return ""
-
-    def is_baseline(self, params: dict[str, Any]) -> bool:
-        """True for the case a relative claim compares others with (params incl. ranks, threads)."""
-        return self.relative_to is not None and all(params.get(k) == v for k, v in self.relative_to.items())
-
-    def evaluate(self, metrics: dict[str, Any], params: dict[str, Any] | None = None,
-                 baseline: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The verdict as a record fragment; a missing figure is 'not evaluated', never a pass.
-
-        ``baseline`` is the metrics of the baseline case, for a relative claim (None: not found).
-        """
-        verdict = asdict(self)
-        verdict.update(measured=None, passed=None, reason="", value=None, baseline_value=None)
-        params = params or {}
-        why = self.applies(params)
-        if why:
-            verdict["reason"] = f"not applicable: {why}"
-            return verdict
-        value = _number(metrics.get(self.metric))
-        if value is None:
-            verdict["reason"] = f"metric {self.metric!r} was not reported by this case"
-            return verdict
-        measured = value
-        if self.relative_to is not None:
-            if self.is_baseline(params):
-                verdict["reason"] = "not applicable: this case is the baseline"
-                return verdict
-            base = _number((baseline or {}).get(self.metric))
-            if base is None or base == 0 or (self.transform == "speedup" and value == 0):
-                spec = ", ".join(f"{k}={v}" for k, v in self.relative_to.items())
-                verdict["reason"] = (f"no usable baseline case with {spec} in this run: "
-                                     f"add {spec} to the sweep")
-                return verdict
-            measured = RELATIVE_TRANSFORMS[self.transform](value, base)
-            verdict.update(value=value, baseline_value=base)
-        verdict.update(measured=measured, passed=bool(_COMPARISONS[self.comparison](measured, self.threshold)))
-        return verdict
 
 
 class Workload:
@@ -138,6 +34,13 @@ class Workload:
     default_repeats: ClassVar[int | None] = None   # None: the harness default (5); 1 for training workloads
     default_warmup: ClassVar[int | None] = None    # None: the harness default (1)
     claims: ClassVar[list[Claim]] = []
+    # The headline rate the report, `show` and the DataFrame print: (metric, unit), e.g.
+    # ("train_boxes_per_s", "boxes/s"), optionally with a third item naming the metric that gives
+    # it as a fraction of the machine's peak. None: the workload has no throughput figure.
+    throughput: ClassVar[tuple[str, str] | tuple[str, str, str] | None] = None
+    # Machine ceilings the workload measures, metric -> unit ("GFLOP/s" or "GB/s" ones are drawn as
+    # rooflines and listed by `harness info`), e.g. {"peak_gflops_fp64": "GFLOP/s"}.
+    ceilings: ClassVar[dict[str, str]] = {}
 
     def setup(self, ctx: RunContext) -> None:
         """Prepare data and models before timing starts (generation counts as untimed)."""

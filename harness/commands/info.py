@@ -11,6 +11,7 @@ from harness.commands.common import console, machine, registry
 from harness.errors import UsageError
 from harness.launch.mpi import find_mpiexec, flavour
 from harness.provenance import numerics_environment, software
+from harness.results.record import Record
 from harness.results.store import load_records
 
 
@@ -23,27 +24,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-CEILING_METRICS = ("peak_gflops_fp64", "peak_gflops_fp32", "triad_gbs")
-
-
 def measured_ceilings(paths: list[str], fp: dict) -> list[dict[str, object]]:
-    """The latest ok roofline figures per (backend, threads) measured on this host and CPU.
+    """The latest ok figures of every declared ceiling (``Workload.ceilings``) per (workload, backend,
+    threads) measured on this host and CPU.
 
     An unmatched machine has no profile peaks; these are what it has shown it can do."""
     records, _ = load_records(paths)
-    latest: dict[tuple[str, int], dict] = {}
+    latest: dict[tuple[str, str, int], Record] = {}
     for r in records:
-        hw = r.get("hardware") or {}
-        if (r["status"] != "ok" or r["workload"]["name"] != "roofline"
-                or hw.get("hostname") != fp["hostname"] or (hw.get("cpu") or {}).get("model") != fp["cpu"]["model"]
-                or not all(isinstance(r["metrics"].get(m), (int, float)) for m in CEILING_METRICS)):
+        if (not r.ok or not r.workload.ceilings or r.hardware.get("hostname") != fp["hostname"]
+                or (r.hardware.get("cpu") or {}).get("model") != fp["cpu"]["model"]
+                or not any(r.number(m) is not None for m in r.workload.ceilings)):
             continue
-        key = (r["backend"]["requested"] or "default", r["launch"]["threads"])
-        if key not in latest or r["created"] > latest[key]["created"]:
+        key = (r.workload.name, r.backend.label, r.launch.threads)
+        if key not in latest or r.created > latest[key].created:
             latest[key] = r
-    return [{"backend": b, "library": (r["backend"].get("library") or "").split(" (")[0][:48], "threads": t,
-             **{m: round(float(r["metrics"][m]), 2) for m in CEILING_METRICS}, "measured": r["created"]}
-            for (b, t), r in sorted(latest.items())]
+    return [{"workload": w, "backend": b, "library": r.backend.library.split(" (")[0][:48], "threads": t,
+             "ceilings": {f"{m} ({unit})": round(v, 2) for m, unit in r.workload.ceilings.items()
+                          if (v := r.number(m)) is not None},
+             "measured": r.created}
+            for (w, b, t), r in sorted(latest.items())]
 
 
 def _backend_rows() -> list[dict[str, str]]:
@@ -121,12 +121,13 @@ def main(args: argparse.Namespace) -> int:
         b.add_row(*row.values())
     console.print(b)
     if ceilings:
-        c = Table(title=f"measured ceilings on this machine (roofline records in {', '.join(paths)})",
+        c = Table(title=f"measured ceilings on this machine (records in {', '.join(paths)})",
                   title_justify="left")
-        for col in ("backend", "library", "threads", "GEMM fp64 GFLOP/s", "GEMM fp32 GFLOP/s",
-                    "triad GB/s", "measured"):
+        names = list(dict.fromkeys(n for row in ceilings for n in row["ceilings"]))
+        for col in ["workload", "backend", "library", "threads", *names, "measured"]:
             c.add_column(col, overflow="fold")
         for row in ceilings:
-            c.add_row(*(str(v) for v in row.values()))
+            c.add_row(row["workload"], row["backend"], row["library"], str(row["threads"]),
+                      *(str(row["ceilings"].get(n, "")) for n in names), row["measured"])
         console.print(c)
     return 0

@@ -11,7 +11,7 @@ from harness.commands.common import err_console
 from harness.errors import UsageError
 from harness.report.html import html_report
 from harness.report.tables import markdown_report
-from harness.results.frame import load_frame
+from harness.results.frame import NESTED_COLUMNS, load_frame
 
 FORMATS = ("md", "html", "csv", "parquet")
 
@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
         data = html_report(df, problems).encode()
         out = out or pathlib.Path("report.html")
     elif fmt == "csv":
-        flat = df.drop(columns=["samples", "metrics", "claims", "phases"])
+        flat = df.drop(columns=NESTED_COLUMNS)
         metrics = pd_json_columns(df)
         data = flat.join(metrics).to_csv(index=False).encode()
     else:
@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
         except ImportError:
             raise UsageError("--format parquet needs pyarrow: pip install pyarrow") from None
         out = out or pathlib.Path("report.parquet")
-        frame = df.drop(columns=["samples", "metrics", "claims", "phases"]).join(pd_json_columns(df))
+        frame = df.drop(columns=NESTED_COLUMNS).join(pd_json_columns(df))
         with tempfile.TemporaryDirectory() as tmp:
             frame.to_parquet(pathlib.Path(tmp) / "r.parquet", index=False)
             data = (pathlib.Path(tmp) / "r.parquet").read_bytes()

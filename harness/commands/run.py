@@ -5,7 +5,6 @@ import argparse
 import datetime as _dt
 import os
 import pathlib
-import shlex
 import shutil
 import signal
 import sys
@@ -15,13 +14,17 @@ from typing import Any
 
 from rich.markup import escape
 
+from harness.baselines import RunIndex
+from harness.casefiles import CaseFiles
+from harness.claims import summarize_claims
 from harness.commands.common import console, err_console, machine, registry, warn_problems
 from harness.errors import UsageError
-from harness.execute import Session, child_environment, execute, skip_reason
-from harness.launch.launcher import LAUNCHERS, Launcher, worker_argv
+from harness.execute import Session, execute, prepare_launch, skip_reason
+from harness.launch.launcher import LAUNCHERS, Launcher
 from harness.params import parse_int_list
 from harness.plan import Case, Overrides, expand, find_suite, parse_param_options, read_suite
 from harness.registry import Registry
+from harness.results.record import Record
 from harness.results.store import RESULTS_NAME, append_record, read_records
 from harness.workload import SIZES
 
@@ -131,17 +134,16 @@ def _entries(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [{"workload": names}]
 
 
-def _summary_line(record: dict[str, Any]) -> str:
-    stats = record.get("stats") or {}
+def _summary_line(record: Record) -> str:
     bits = []
-    if stats.get("median") is not None:
-        lo, hi = stats["ci95"]
-        bits.append(f"median {stats['median']:.4g} s [{lo:.4g}, {hi:.4g}]")
-    claims = record.get("claims") or []
-    if claims:
-        bits.append(f"claims {sum(1 for c in claims if c['passed'])}/{len(claims)}")
-    if record["reason"]:
-        bits.append(record["reason"].splitlines()[0][:160])
+    stats = record.stats
+    if stats is not None and stats.median is not None and stats.ci95:
+        lo, hi = stats.ci95
+        bits.append(f"median {stats.median:.4g} s [{lo:.4g}, {hi:.4g}]")
+    if record.claims:
+        bits.append(f"claims: {summarize_claims(record.claims)}")
+    if record.reason:
+        bits.append(record.reason.splitlines()[0][:160])
     return "  ".join(bits)
 
 
@@ -163,7 +165,7 @@ def main(args: argparse.Namespace) -> int:
     done: set[str] = set()
     if args.resume:
         previous, problems = read_records(results_file)
-        done = {r["case_id"] for r in previous if r["status"] == "ok"}
+        done = {r.case_id for r in previous if r.ok}
         for p in problems:
             err_console.print(f"[yellow]warning:[/] {p}", markup=False)
     todo = [c for c in cases if c.case_id not in done]
@@ -177,12 +179,13 @@ def main(args: argparse.Namespace) -> int:
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
                       profile_data=profile_data, launcher=launcher)
     if args.resume:
-        session.history.extend(r for r in previous if r["status"] == "ok")
+        session.index = RunIndex(previous)
     console.print(f"run {run_id}: {len(todo)} case(s) on {fp['cpu']['model']} "
                   f"(profile: {profile['name'] or 'unmatched'}) -> {results_file}")
 
     signal.signal(signal.SIGTERM, _raise_interrupt)
     counts: Counter[str] = Counter()
+    verdicts = []
     width = len(str(len(todo)))
     for i, case in enumerate(todo, 1):
         prefix = f"[{i:>{width}}/{len(todo)}] {case.label}"
@@ -192,19 +195,21 @@ def main(args: argparse.Namespace) -> int:
         else:
             record = execute(case, session)
         append_record(results_file, record)
-        if record["status"] == "ok":
-            session.history.append(record)
+        session.index.add(record)
+        verdicts.extend(record.claims)
         for problem in reg.notify_case_finished(record):
             err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
-        counts[record["status"]] += 1
-        style = STATUS_STYLE[record["status"]]
-        console.print(f"{escape(prefix)} [{style}]{record['status']}[/] {record['duration_s']:.1f}s "
+        counts[record.status] += 1
+        style = STATUS_STYLE[record.status]
+        console.print(f"{escape(prefix)} [{style}]{record.status}[/] {record.duration_s:.1f}s "
                       f"{escape(_summary_line(record))}", soft_wrap=True)
     _cleanup(session)
-    for problem in reg.notify_run_finished(session.history, out):
+    for problem in reg.notify_run_finished(session.index.records, out):
         err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
     total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     console.print(f"done: {total or 'nothing to do'}; records in {results_file}")
+    if verdicts:
+        console.print(f"claims: {summarize_claims(verdicts)}")
     if todo and counts["skipped"] == len(todo):
         reasons = sorted({r for r in _skip_reasons(results_file, run_id)})
         print(f"harness: error: nothing ran: all {len(todo)} case(s) were skipped "
@@ -214,25 +219,24 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher) -> int:
-    """What would run, and how: nothing is launched or written."""
+    """What would run, and how (the same :func:`prepare_launch` as the real run): nothing is
+    launched or written."""
     console.print(f"dry run: {len(cases)} case(s); nothing is run or written")
     for i, case in enumerate(cases, 1):
         why = skip_reason(case, reg, launcher)
         if why:
             console.print(f"[{i}] {escape(case.label)}  [yellow]skipped[/]: {escape(why)}", soft_wrap=True)
             continue
-        cmd, launch_env, _ = launcher.command(case.ranks, case.threads, worker_argv(sys.executable, "SPEC.json"))
-        _, chosen = child_environment(case, reg)
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted({**chosen, **launch_env}.items()))
+        launch = prepare_launch(case, reg, launcher, "SPEC.json")
         console.print(f"[{i}] {escape(case.label)}  repeats {case.repeats}+{case.warmup} warmup, "
                       f"timeout {case.timeout:g} s", soft_wrap=True)
-        console.print("    " + escape(f"{env} {shlex.join(cmd)}"), soft_wrap=True, highlight=False)
+        console.print("    " + escape(launch.shell_text()), soft_wrap=True, highlight=False)
     return 0
 
 
 def _skip_reasons(path: pathlib.Path, run_id: str) -> list[str]:
     records, _ = read_records(path)
-    return [r["reason"] for r in records if r["run_id"] == run_id and r["status"] == "skipped"]
+    return [r.reason for r in records if r.run_id == run_id and r.status == "skipped"]
 
 
 def _cleanup(session: Session) -> None:
@@ -241,7 +245,7 @@ def _cleanup(session: Session) -> None:
     if not work.is_dir():
         return
     for case_dir in work.iterdir():
-        if not any(case_dir.glob("*.error")) and (case_dir / "result.json").is_file():
+        if CaseFiles(case_dir).succeeded():
             shutil.rmtree(case_dir, ignore_errors=True)
     try:
         work.rmdir()

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from rich.table import Table
 
 from harness.commands.common import console, err_console
+from harness.claims import summarize_claims
 from harness.errors import UsageError
+from harness.results.record import Record
 from harness.results.store import load_records
 
 
@@ -22,34 +23,32 @@ def _fmt(x: float | None, unit: str = "") -> str:
     return "" if x is None else f"{x:.4g}{unit}"
 
 
-def row(record: dict[str, Any], metrics: bool = False) -> list[str]:
+def row(record: Record, metrics: bool = False) -> list[str]:
     """The table cells of one record (also used by tests to check the table)."""
-    stats = record.get("stats") or {}
-    ci = stats.get("ci95")
-    comm = record.get("comm") or {}
-    claims = record.get("claims") or []
-    passed = sum(1 for c in claims if c["passed"])
+    stats = record.stats
+    value, unit = record.throughput()
     cells = [
-        record["workload"]["name"], record["size"],
-        ",".join(f"{k}={v}" for k, v in (record.get("swept") or {}).items()),
-        record["backend"]["requested"] or "default",
-        f"{record['launch']['ranks']}x{record['launch']['threads']}",
-        record["status"],
-        _fmt(stats.get("median"), " s"),
-        f"[{ci[0]:.4g}, {ci[1]:.4g}]" if ci else "",
-        _fmt(stats.get("cov")) + (" !" if stats.get("unstable") else ""),
-        _fmt(comm.get("total", {}).get("fraction_max")),
-        f"{passed}/{len(claims)}" if claims else "",
-        (record["reason"] or "").splitlines()[0][:100] if record["reason"] else "",
+        record.workload.name, record.size,
+        ",".join(f"{k}={v}" for k, v in (record.swept or {}).items()),
+        record.backend.label,
+        f"{record.launch.ranks}x{record.launch.threads}",
+        record.status + (f" ({record.control.role} of a control)" if record.control else ""),
+        _fmt(stats.median if stats else None, " s"),
+        f"[{stats.ci95[0]:.4g}, {stats.ci95[1]:.4g}]" if stats and stats.ci95 else "",
+        _fmt(stats.cov if stats else None) + (" !" if stats and stats.unstable else ""),
+        _fmt(value, f" {unit}"),
+        _fmt(record.comm.fraction_max if record.comm else None),
+        summarize_claims(record.claims),
+        record.reason.splitlines()[0][:100] if record.reason else "",
     ]
     if metrics:
         cells.append(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                              for k, v in record["metrics"].items() if not isinstance(v, list)))
+                              for k, v in record.metrics.items() if not isinstance(v, list)))
     return cells
 
 
 COLUMNS = ["workload", "size", "params", "backend", "ranks x thr", "status", "median", "95% CI",
-           "CoV", "comm frac", "claims", "reason"]
+           "CoV", "throughput", "comm frac", "claims", "reason"]
 
 
 def main(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ def _table(columns: list[str], rows: list[list[str]], verdict_col: int | None = 
         for i, cell in enumerate(row):
             cls = ""
             if i == verdict_col:
-                cls = f' class="{"FAIL" if cell.startswith("FAIL") else "pass" if cell == "pass" else ""}"'
+                cls = f' class="{"FAIL" if cell.startswith("FAIL") else "pass" if cell.startswith("pass") else ""}"'
             cells.append(f"<td{cls}>{html.escape(str(cell))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

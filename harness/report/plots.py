@@ -84,18 +84,32 @@ def phases_figure(group: pd.DataFrame, workload: str) -> bytes | None:
     return _png(fig)
 
 
+def roofline_ceilings(ceilings: dict[str, str], metrics: dict[str, Any]) -> tuple[float, float] | None:
+    """(GFLOP/s, GB/s) of a record's first declared compute and bandwidth ceilings, or None."""
+    def first(unit: str) -> float | None:
+        for metric, u in ceilings.items():
+            value = metrics.get(metric)
+            if u == unit and isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+        return None
+    peak, bandwidth = first("GFLOP/s"), first("GB/s")
+    return (peak, bandwidth) if peak and bandwidth else None
+
+
 def roofline_figure(df: pd.DataFrame) -> bytes | None:
-    """Measured ceilings (records reporting peak_gflops_fp64 and triad_gbs) as rooflines."""
+    """Measured ceilings (records whose workload declares a GFLOP/s and a GB/s ceiling) as rooflines."""
     from harness.plotting import draw_rooflines
 
-    rows = [r for r in df.itertuples() if r.status == "ok"
-            and {"peak_gflops_fp64", "triad_gbs"} <= set(r.metrics)]
-    if not rows:
+    lines = []
+    for r in df.itertuples():
+        pair = roofline_ceilings(r.ceilings, r.metrics) if r.status == "ok" else None
+        if pair:
+            lines.append((f"{r.backend} {r.threads} thr, {r.machine[:24]}", *pair))
+    if not lines:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    draw_rooflines(ax, [(f"{r.backend} {r.threads} thr, {r.machine[:24]}", r.metrics["peak_gflops_fp64"],
-                         r.metrics["triad_gbs"]) for r in rows], "measured rooflines")
+    draw_rooflines(ax, lines, "measured rooflines")
     return _png(fig)
 
 

@@ -5,6 +5,8 @@ from typing import Any
 
 import pandas as pd
 
+from harness.claims import ClaimVerdict, summarize_claims
+
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
                 "median (s)", "95% CI (s)", "throughput", "% of peak", "comm frac", "comm imbalance",
                 "claims", "reason"]
@@ -33,16 +35,16 @@ def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
         rows = []
         for r in group.itertuples(index=False):
             ci = "" if r.ci95_low_s is None or pd.isna(r.ci95_low_s) else f"[{r.ci95_low_s:.4g}, {r.ci95_high_s:.4g}]"
-            evaluated = r.claims_passed + r.claims_failed
             rows.append([
                 r.params if r.params != "{}" else "", r.size, r.machine, r.backend, r.library,
-                f"{r.ranks}x{r.threads}", r.status + (" (unstable)" if r.unstable else ""),
+                f"{r.ranks}x{r.threads}", r.status + (" (unstable)" if r.unstable else "")
+                + (f" ({r.control} of a control)" if r.control else ""),
                 _num(r.median_s), ci,
                 (_num(r.throughput) + f" {r.throughput_unit}") if r.throughput_unit else "",
                 _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%"),
                 _num(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
                 _num(r.comm_imbalance, "{:.3f}"),
-                f"{r.claims_passed} pass / {evaluated} evaluated / {r.claims_total}" if r.claims_total else "",
+                summarize_claims(verdicts(r.claims)),
                 (r.reason or "").splitlines()[0][:160] if r.reason else "",
             ])
         out[str(workload)] = rows
@@ -55,33 +57,35 @@ def profiler_note(rows: list[list[str]]) -> str:
     return PY_NOTE if any(row[col].endswith(PY_MARK) for row in rows) else ""
 
 
-def _claim_text(c: dict[str, Any]) -> str:
-    base = f"{c['metric']} {c['comparison']} {c['threshold']:g}"
-    if c.get("transform"):
-        spec = ", ".join(f"{k}={v}" for k, v in (c.get("relative_to") or {}).items())
-        base = f"{c['transform']} of {c['metric']} vs {spec} {c['comparison']} {c['threshold']:g}"
-    return base
+def verdicts(claims: list[dict[str, Any]]) -> list[ClaimVerdict]:
+    return [ClaimVerdict.from_json(c) for c in claims]
+
+
+VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "not_evaluated": "not evaluated"}
 
 
 def claim_rows(df: pd.DataFrame) -> list[list[str]]:
     """Every claim of every ok case that applies to it (a claim limited by ``when`` to other
-    params, or the baseline case of a relative claim, is left out): the table the papers are
-    checked against. Claims that apply but could not be evaluated stay, with the reason."""
+    params, or the baseline case of a relative claim, is left out, as are the cases of
+    ``harness controls``): the table the papers are checked against. Claims that apply but could
+    not be evaluated stay, with the reason; a claim whose plugin declared no control says so."""
     rows = []
     if df.empty:
         return rows
     for r in df.sort_values(["workload", "params", "machine", "backend"]).itertuples(index=False):
-        if r.status != "ok":
+        if r.status != "ok" or r.control:
             continue
-        for c in r.claims:
-            if c.get("passed") is None and str(c.get("reason", "")).startswith("not applicable"):
+        for c in verdicts(r.claims):
+            if c.status == "not_applicable":
                 continue
-            verdict = {True: "pass", False: "FAIL", None: "not evaluated"}[c.get("passed")]
-            if c.get("passed") is None and c.get("reason"):
-                verdict += f": {c['reason']}"
-            rows.append([r.workload, _claim_text(c), str(c.get("paper_value", "")),
-                         _num(c.get("measured")), verdict, r.params if r.params != "{}" else "",
-                         r.machine, r.backend, f"{r.ranks}x{r.threads}", c.get("source", "")])
+            verdict = VERDICT_TEXT[c.status]
+            if c.status == "not_evaluated" and c.reason:
+                verdict += f": {c.reason}"
+            if not c.has_control:
+                verdict += " (no control declared)"
+            rows.append([r.workload, c.text, "" if c.paper_value is None else str(c.paper_value),
+                         _num(c.measured), verdict, r.params if r.params != "{}" else "",
+                         r.machine, r.backend, f"{r.ranks}x{r.threads}", c.source])
     return rows
 
 

@@ -8,69 +8,61 @@ from typing import Any
 
 import pandas as pd
 
+from harness.claims import claim_counts
+from harness.results.record import Record
 from harness.results.store import read_records, results_files
 
 
-def machine_label(record: dict[str, Any]) -> str:
-    """The profile name when matched, else the CPU model and host (never a made-up node name)."""
-    profile = record.get("profile", {}).get("name")
-    if profile:
-        return profile
-    hw = record.get("hardware", {})
-    return f"{hw.get('cpu', {}).get('model', '?')} @ {hw.get('hostname', '?')}"
+# Columns holding lists or dicts, which flat formats (CSV, Parquet) leave out.
+NESTED_COLUMNS = ["samples", "metrics", "ceilings", "claims", "phases"]
 
 
-def _throughput(metrics: dict[str, Any]) -> tuple[float | None, str]:
-    for key, unit in (("samples_per_s", "samples/s"), ("boxes_per_s", "boxes/s"),
-                      ("images_per_s", "images/s"), ("peak_gflops_fp64", "GFLOP/s")):
-        value = metrics.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value), unit
-    return None, ""
-
-
-def row(record: dict[str, Any], source: str = "") -> dict[str, Any]:
-    stats = record.get("stats") or {}
-    ci = stats.get("ci95") or [None, None]
-    comm = (record.get("comm") or {}).get("total", {})
-    metrics = record.get("metrics") or {}
-    throughput, unit = _throughput(metrics)
-    claims = record.get("claims") or []
+def row(record: Record, source: str = "") -> dict[str, Any]:
+    """One DataFrame row: the columns a comparison needs (claims kept as their JSON dicts)."""
+    stats = record.stats
+    ci = (stats.ci95 if stats else None) or [None, None]
+    comm = record.comm
+    throughput, unit = record.throughput()
+    counts = claim_counts(record.claims)
     return {
         "file": source,
-        "workload": record["workload"]["name"],
-        "case_id": record["case_id"],
-        "size": record["size"],
-        "params": json.dumps(record.get("swept") or {}, sort_keys=True),
-        "machine": machine_label(record),
-        "backend": record["backend"]["requested"] or "default",
-        "library": record["backend"].get("library") or "",
-        "verified": record["backend"].get("verified"),
-        "ranks": record["launch"]["ranks"],
-        "threads": record["launch"]["threads"],
-        "status": record["status"],
-        "reason": record["reason"],
-        "median_s": stats.get("median"),
+        "workload": record.workload.name,
+        "case_id": record.case_id,
+        "size": record.size,
+        "params": json.dumps(record.swept or {}, sort_keys=True),
+        "machine": record.machine,
+        "backend": record.backend.label,
+        "library": record.backend.library or "",
+        "verified": record.backend.verified,
+        "ranks": record.launch.ranks,
+        "threads": record.launch.threads,
+        "status": record.status,
+        "reason": record.reason,
+        "median_s": stats.median if stats else None,
         "ci95_low_s": ci[0],
         "ci95_high_s": ci[1],
-        "cov": stats.get("cov"),
-        "unstable": stats.get("unstable"),
+        "cov": stats.cov if stats else None,
+        "unstable": stats.unstable if stats else None,
         "throughput": throughput,
         "throughput_unit": unit,
-        "fraction_of_peak": metrics.get("fraction_of_peak_fp64"),
-        "comm_fraction": comm.get("fraction_max"),
-        "comm_imbalance": comm.get("imbalance"),
+        "fraction_of_peak": record.fraction_of_peak(),
+        "comm_fraction": comm.fraction_max if comm else None,
+        "comm_imbalance": comm.imbalance if comm else None,
         # pmpi (C hook) or python (wrapper, ~0.5 us more per Allreduce); "" without MPI comm
-        "allreduce_profiler": (record.get("protocol") or {}).get("allreduce_profiler", ""),
-        "claims_passed": sum(1 for c in claims if c.get("passed") is True),
-        "claims_failed": sum(1 for c in claims if c.get("passed") is False),
-        "claims_total": len(claims),
-        "created": record["created"],
-        "run_id": record["run_id"],
-        "samples": record.get("samples") or [],
-        "metrics": metrics,
-        "claims": claims,
-        "phases": {k: v["max_s"] for k, v in (record.get("phases") or {}).items()},
+        "allreduce_profiler": record.protocol.allreduce_profiler,
+        "claims_passed": counts["pass"],
+        "claims_failed": counts["fail"],
+        "claims_not_evaluated": counts["not_evaluated"],
+        "claims_not_applicable": counts["not_applicable"],
+        "claims_total": len(record.claims),
+        "control": record.control.role if record.control else "",
+        "created": record.created,
+        "run_id": record.run_id,
+        "samples": record.samples,
+        "metrics": record.metrics,
+        "ceilings": record.workload.ceilings,
+        "claims": [c.to_json() for c in record.claims],
+        "phases": {k: v.max_s for k, v in record.phases.items()},
     }
 
 

@@ -14,15 +14,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.errors import UsageError
+from harness.results.record import Record, upgrade_v1
 from harness.results.schema import schema_errors, validate
 
 RESULTS_NAME = "results.jsonl"
 
 
-def append_record(path: pathlib.Path, record: dict[str, Any]) -> None:
+def append_record(path: pathlib.Path, record: Record) -> None:
     """Validate ``record`` and append it as one line of ``path``."""
-    validate(record)
-    data = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()
+    as_json = record.to_json()
+    validate(as_json)
+    data = (json.dumps(as_json, separators=(",", ":"), allow_nan=False) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -41,8 +43,20 @@ def append_record(path: pathlib.Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def read_records(path: pathlib.Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Valid records of one JSONL file, and one 'file:line: problem' string per bad line."""
+def parse_record(data: Any) -> tuple[Record | None, str]:
+    """(the record, '') from one line's JSON of schema version 1 or 2, or (None, the first schema problem)."""
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version not in (1, 2):
+        return None, f"schema_version {version!r} is not one this harness reads (1 or 2)"
+    errors = schema_errors(data, version)
+    if errors:
+        return None, errors[0]
+    return Record.from_json(upgrade_v1(data) if version == 1 else data), ""
+
+
+def read_records(path: pathlib.Path) -> tuple[list[Record], list[str]]:
+    """Valid records of one JSONL file (version 1 upgraded to 2), and one 'file:line: problem'
+    string per bad line."""
     records, problems = [], []
     with open(path, encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, 1):
@@ -53,11 +67,11 @@ def read_records(path: pathlib.Path) -> tuple[list[dict[str, Any]], list[str]]:
             except ValueError as exc:
                 problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg}); line skipped")
                 continue
-            errors = schema_errors(record)
-            if errors:
-                problems.append(f"{path}:{lineno}: does not match the record schema ({errors[0]}); line skipped")
+            parsed, problem = parse_record(record)
+            if parsed is None:
+                problems.append(f"{path}:{lineno}: does not match the record schema ({problem}); line skipped")
                 continue
-            records.append(record)
+            records.append(parsed)
     return records, problems
 
 
@@ -77,7 +91,7 @@ def results_files(paths: Iterable[str | pathlib.Path]) -> list[pathlib.Path]:
     return files
 
 
-def load_records(paths: Iterable[str | pathlib.Path]) -> tuple[list[dict[str, Any]], list[str]]:
+def load_records(paths: Iterable[str | pathlib.Path]) -> tuple[list[Record], list[str]]:
     """All valid records of the given files/folders, with the problems of the bad lines."""
     records, problems = [], []
     for f in results_files(paths):

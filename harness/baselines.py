@@ -1,0 +1,89 @@
+"""Relative claims in one place: which cases are baselines, the plan order that runs them first,
+and the index of a run's ok records against which every claim of a new case is judged.
+
+A relative claim (``relative_to={"msf": 1}``) compares a case with the case that differs only in
+those params (or in ``ranks``/``threads``). Its verdict is decided when the compared case's record
+is built, so the baseline must have run earlier in the same run (or, with ``--resume``, before).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from harness.claims import ClaimVerdict
+from harness.results.record import Record
+
+if TYPE_CHECKING:
+    from harness.plan import Case
+    from harness.registry import Registry
+    from harness.workload import Workload
+
+
+def judged_params(case: Case) -> dict[str, Any]:
+    """The params claims see: the workload's params plus ``ranks`` and ``threads``."""
+    return {**case.params, "ranks": case.ranks, "threads": case.threads}
+
+
+def is_baseline(case: Case, workload: Workload) -> bool:
+    """True when ``case`` is the baseline of one of the workload's relative claims."""
+    values = judged_params(case)
+    return any(claim.is_baseline(values) for claim in workload.claims)
+
+
+def baselines_first(cases: list[Case], registry: Registry) -> list[Case]:
+    """The cases in their order, except that the baselines of a workload's relative claims move
+    up to where that workload's first case stands, so the other cases' claims are evaluated in
+    the same run whatever order a sweep lists its values in."""
+    baselines: dict[str, list[Case]] = {}
+    flags = [is_baseline(c, registry.workload(c.workload)) for c in cases]
+    for c, flag in zip(cases, flags):
+        if flag:
+            baselines.setdefault(c.workload, []).append(c)
+    out: list[Case] = []
+    seen: set[str] = set()
+    for c, flag in zip(cases, flags):
+        if c.workload not in seen:
+            seen.add(c.workload)
+            out.extend(baselines.get(c.workload, []))
+        if not flag:
+            out.append(c)
+    return out
+
+
+class RunIndex:
+    """The ok records of a run (and, with ``--resume``, of earlier runs), for relative claims."""
+
+    def __init__(self, records: Iterable[Record] = ()) -> None:
+        self._ok: list[Record] = []
+        for r in records:
+            self.add(r)
+
+    def add(self, record: Record) -> None:
+        if record.ok:
+            self._ok.append(record)
+
+    @property
+    def records(self) -> list[Record]:
+        return list(self._ok)
+
+    def baseline_metrics(self, case: Case, relative_to: dict[str, Any]) -> dict[str, Any] | None:
+        """Metrics of the latest ok record that is ``case`` with ``relative_to`` swapped in.
+
+        A baseline at another rank count is matched whatever its threads (the default thread
+        count follows the ranks)."""
+        want = dict(case.params, **{k: v for k, v in relative_to.items() if k not in ("ranks", "threads")})
+        ranks = relative_to.get("ranks", case.ranks)
+        threads = relative_to.get("threads", None if "ranks" in relative_to else case.threads)
+        for rec in reversed(self._ok):
+            if (rec.workload.name == case.workload and rec.size == case.size and rec.params == want
+                    and rec.backend.requested == case.backend and rec.launch.ranks == ranks
+                    and (threads is None or rec.launch.threads == threads)):
+                return rec.metrics
+        return None
+
+    def verdicts(self, case: Case, workload: Workload, metrics: dict[str, Any]) -> list[ClaimVerdict]:
+        """Every claim of ``workload`` judged on ``case``'s metrics, relative ones against this index."""
+        params = judged_params(case)
+        return [claim.evaluate(metrics, params,
+                               self.baseline_metrics(case, claim.relative_to) if claim.relative_to else None)
+                for claim in workload.claims]

@@ -1,0 +1,279 @@
+"""The case record, typed: one dataclass per part, each owning its JSON form.
+
+``Record.to_json()`` is what ``results.jsonl`` holds (validated against
+``record.schema.json``, schema version 2); ``Record.from_json()`` reads version 2, and
+:func:`upgrade_v1` turns a version-1 record (schema ``record-v1.schema.json``) into version 2.
+Every module that reads records uses these attributes, not string keys.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.claims import ClaimVerdict
+
+SCHEMA_ID = "hpml-harness/record"
+SCHEMA_VERSION = 2
+STATUSES = ("ok", "failed", "skipped", "timeout")
+
+
+@dataclass
+class Throughput:
+    """A workload's headline rate: which metric it is and its unit (declared by the workload), and
+    optionally the metric that gives it as a fraction of the machine's peak."""
+
+    metric: str
+    unit: str
+    fraction_of_peak: str | None = None
+
+
+@dataclass
+class WorkloadInfo:
+    name: str
+    source: str
+    paper: str = ""
+    throughput: Throughput | None = None
+    ceilings: dict[str, str] = field(default_factory=dict)   # metric -> unit, as the workload declares
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> WorkloadInfo:
+        tp = d.get("throughput")
+        return cls(d["name"], d["source"], d.get("paper", ""), Throughput(**tp) if tp else None,
+                   dict(d.get("ceilings") or {}))
+
+
+@dataclass
+class BackendInfo:
+    """What was requested, and the evidence of what really ran."""
+
+    requested: str | None
+    source: str | None = None
+    verified: bool | None = None
+    library: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.requested or "default"
+
+
+@dataclass
+class LaunchInfo:
+    launcher: str
+    ranks: int
+    threads: int
+    command: list[str] = field(default_factory=list)
+    timeout_s: float | None = None
+    returncode: int | None = None
+
+
+@dataclass
+class ProtocolInfo:
+    repeats: int
+    warmup: int
+    unstable_cov: float
+    allreduce_profiler: str = ""        # pmpi (C hook), python (wrapper) or "" (no MPI comm)
+    allreduce_profiler_note: str = ""
+
+
+@dataclass
+class Stats:
+    """Timing statistics of the measured repeats (see harness.protocol.stats.summarize)."""
+
+    n: int
+    median: float | None
+    mean: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    iqr: float | None
+    ci95: list[float] | None
+    cov: float | None
+    unstable: bool
+
+
+@dataclass
+class PhaseStats:
+    """One phase's seconds per repeat over ranks (see harness.protocol.aggregate.phase_summary)."""
+
+    max_s: float
+    mean_s: float
+    imbalance: float
+    per_rank_s: list[float]
+    min_s: float = 0.0
+    count_per_repeat: float = 0
+
+
+@dataclass
+class CommSummary:
+    """Profiled communication over all measured repeats (see harness.protocol.aggregate.comm_summary)."""
+
+    ranks: int
+    ops: dict[str, dict[str, Any]]
+    repeats: int = 0
+    total: dict[str, Any] = field(default_factory=dict)
+    per_repeat: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fraction_max(self) -> float | None:
+        return self.total.get("fraction_max")
+
+    @property
+    def imbalance(self) -> float | None:
+        return self.total.get("imbalance")
+
+
+@dataclass
+class ControlRole:
+    """Set on the records ``harness controls`` writes: which claim's control this case serves."""
+
+    claim: str
+    role: str          # "control" (the case judged) or "baseline"
+    why: str
+
+
+@dataclass
+class Record:
+    """One case (workload x size x params x backend x ranks x threads) run under the protocol."""
+
+    id: str
+    case_id: str
+    run_id: str
+    created: str
+    status: str
+    workload: WorkloadInfo
+    size: str
+    params: dict[str, Any]
+    backend: BackendInfo
+    launch: LaunchInfo
+    protocol: ProtocolInfo
+    reason: str = ""
+    duration_s: float = 0.0
+    swept: dict[str, Any] = field(default_factory=dict)
+    hardware: dict[str, Any] = field(default_factory=dict)
+    profile: dict[str, Any] = field(default_factory=lambda: {"name": None})
+    software: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    samples: list[float] = field(default_factory=list)
+    samples_per_rank: list[list[float]] = field(default_factory=list)
+    stats: Stats | None = None
+    phases: dict[str, PhaseStats] = field(default_factory=dict)
+    comm: CommSummary | None = None
+    resources: dict[str, Any] = field(default_factory=dict)
+    system_load: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    metric_samples: dict[str, list[Any]] = field(default_factory=dict)
+    claims: list[ClaimVerdict] = field(default_factory=list)
+    stderr_tail: str = ""
+    control: ControlRole | None = None
+
+    # -- what readers ask of a record ------------------------------------------------------
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def machine(self) -> str:
+        """The profile name when matched, else the CPU model and host (never a made-up node name)."""
+        if self.profile.get("name"):
+            return str(self.profile["name"])
+        return f"{(self.hardware.get('cpu') or {}).get('model', '?')} @ {self.hardware.get('hostname', '?')}"
+
+    @property
+    def judged_params(self) -> dict[str, Any]:
+        """The params claims are judged on: the workload's params plus ``ranks`` and ``threads``."""
+        return {**self.params, "ranks": self.launch.ranks, "threads": self.launch.threads}
+
+    def throughput(self) -> tuple[float | None, str]:
+        """(value, unit) of the workload's declared headline metric, or (None, '')."""
+        tp = self.workload.throughput
+        if tp is None:
+            return None, ""
+        return self.number(tp.metric), tp.unit
+
+    def fraction_of_peak(self) -> float | None:
+        """The declared fraction-of-peak metric (0..1), where the workload declares one."""
+        tp = self.workload.throughput
+        return self.number(tp.fraction_of_peak) if tp is not None and tp.fraction_of_peak else None
+
+    def number(self, metric: str) -> float | None:
+        """A numeric metric, or None when missing or not a number."""
+        value = self.metrics.get(metric)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        return None
+
+    # -- JSON --------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "claims":
+                out["claims"] = [c.to_json() for c in value]
+            elif dataclasses.is_dataclass(value):
+                out[f.name] = dataclasses.asdict(value)
+            elif f.name == "phases":
+                out["phases"] = {k: dataclasses.asdict(v) for k, v in value.items()}
+            else:
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Record:
+        """A record from its version-2 JSON (call :func:`upgrade_v1` first on a version-1 one)."""
+        if d.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"Record.from_json reads schema version {SCHEMA_VERSION}, "
+                             f"not {d.get('schema_version')!r}")
+        plain = {f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d}
+        plain.update(
+            workload=WorkloadInfo.from_json(d["workload"]),
+            backend=BackendInfo(**d["backend"]),
+            launch=LaunchInfo(**d["launch"]),
+            protocol=ProtocolInfo(**d["protocol"]),
+            stats=Stats(**d["stats"]) if d.get("stats") else None,
+            phases={k: PhaseStats(**v) for k, v in (d.get("phases") or {}).items()},
+            comm=CommSummary(**d["comm"]) if d.get("comm") else None,
+            claims=[ClaimVerdict.from_json(c) for c in d.get("claims") or []],
+            control=ControlRole(**d["control"]) if d.get("control") else None,
+        )
+        return cls(**plain)
+
+
+def upgrade_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 record's JSON as version 2: claim statuses from ``passed`` (and, for version 1
+    only, the text of the reason, which was then the only mark of 'not applicable')."""
+    out = dict(d, schema_version=SCHEMA_VERSION, control=None)
+    out["workload"] = dict(d["workload"], throughput=None, ceilings={})
+    out["workload"].setdefault("paper", "")
+    out.setdefault("swept", {})
+    out.setdefault("samples_per_rank", [])
+    out.setdefault("metric_samples", {})
+    out.setdefault("stderr_tail", "")
+    out.setdefault("duration_s", 0.0)
+    out["launch"] = {"timeout_s": None, "returncode": None, **d["launch"]}
+    out["backend"] = dict(d["backend"])
+    out["backend"].setdefault("source", None)
+    out["backend"].setdefault("library", "")
+    protocol = dict(d["protocol"])
+    protocol.setdefault("unstable_cov", 0.10)
+    protocol.setdefault("allreduce_profiler", "")
+    protocol.setdefault("allreduce_profiler_note", "")
+    out["protocol"] = protocol
+    claims = []
+    for c in d.get("claims") or []:
+        c = dict(c)
+        passed, reason = c.pop("passed", None), str(c.get("reason", ""))
+        if passed is not None:
+            status = "pass" if passed else "fail"
+        elif reason.startswith("not applicable"):
+            status, reason = "not_applicable", reason.removeprefix("not applicable: ")
+        else:
+            status = "not_evaluated"
+        when = c.get("when")
+        claims.append(dict(c, status=status, reason=reason, has_control=False, control=None,
+                           when={k: list(v) for k, v in when.items()} if when else None))
+    out["claims"] = claims
+    return out
