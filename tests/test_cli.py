@@ -73,7 +73,11 @@ def test_show_prints_a_table(harness_cli, tmp_path) -> None:
     assert harness_cli("run", "--workload", "probe", "--out", str(out), "--repeats", "3").returncode == 0
     r = harness_cli("show", str(out))
     assert r.returncode == 0, r.stderr
-    assert "probe" in r.stdout and "ok" in r.stdout and "1/3" in r.stdout
+    assert "probe" in r.stdout and "ok" in r.stdout and "1 pass" in r.stdout
+    from harness.commands.show import COLUMNS, row
+    from harness.results.store import load_records
+    (record,), _ = load_records([out])
+    assert row(record)[COLUMNS.index("claims")] == "1 pass, 1 fail, 1 not evaluated"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -9,6 +9,7 @@ import pytest
 from conftest import read_jsonl
 from harness.report.compare import compare
 from harness.results.frame import load_frame
+from harness.results.record import Record
 from harness.results.store import append_record
 
 
@@ -42,7 +43,7 @@ def test_markdown_numbers_match_the_records(harness_cli, two_runs) -> None:
         lo, hi = rec["stats"]["ci95"]
         assert row[8] == f"[{lo:.4g}, {hi:.4g}]"
         assert row[11] == f"{rec['comm']['total']['fraction_max']:.3f}"
-        assert row[13] == "1 pass / 2 evaluated / 3"
+        assert row[13] == "1 pass, 1 fail, 1 not evaluated"
     assert "## Reproduction summary: paper claims" in r.stdout and "FAIL" in r.stdout
 
 
@@ -51,7 +52,7 @@ def test_html_is_self_contained_and_escaped(harness_cli, two_runs, tmp_path) -> 
     hostile["reason"] = "<script>alert('x')</script>"
     hostile["id"] = "f" * 32
     extra = tmp_path / "hostile.jsonl"
-    append_record(extra, hostile)
+    append_record(extra, Record.from_json(hostile))
     out = tmp_path / "report.html"
     r = harness_cli("report", *map(str, two_runs), str(extra), "--out", str(out))
     assert r.returncode == 0, r.stderr
@@ -67,8 +68,9 @@ def test_comm_counted_by_the_python_wrapper_is_marked(harness_cli, two_runs, tmp
     wrapped = copy.deepcopy(records[1])
     wrapped["protocol"].update(allreduce_profiler="python", allreduce_profiler_note="HARNESS_PMPI=0")
     mixed = tmp_path / "mixed.jsonl"
-    append_record(mixed, dict(records[0], protocol=dict(records[0]["protocol"], allreduce_profiler="pmpi")))
-    append_record(mixed, wrapped)
+    append_record(mixed, Record.from_json(dict(records[0], protocol=dict(records[0]["protocol"],
+                                                                          allreduce_profiler="pmpi"))))
+    append_record(mixed, Record.from_json(wrapped))
     r = harness_cli("report", str(mixed))
     assert r.returncode == 0, r.stderr
     rows = {row[5]: row for row in _md_rows(r.stdout, "probe")}
@@ -112,7 +114,7 @@ def test_compare_verdicts_and_exit_status(harness_cli, two_runs, tmp_path) -> No
     slow["samples"] = [2 * s for s in slow["samples"]]
     slow["stats"] = dict(slow["stats"], median=2 * slow["stats"]["median"])
     slow_file = tmp_path / "slow.jsonl"
-    append_record(slow_file, slow)
+    append_record(slow_file, Record.from_json(slow))
     r = harness_cli("compare", str(two_runs[0]), str(slow_file))
     assert r.returncode == 1 and "slower" in r.stdout
     base, _ = load_frame([two_runs[0]])
@@ -146,13 +148,17 @@ def test_reproduction_summary_leaves_out_claims_that_do_not_apply() -> None:
 
     from harness.report.tables import claim_rows
 
-    claims = [{"metric": "t", "comparison": ">", "threshold": 1.0, "measured": 2.0, "passed": True},
-              {"metric": "u", "comparison": ">", "threshold": 1.0, "measured": None, "passed": None,
-               "reason": "not applicable: applies only when x == 1 (here x=2)"},
-              {"metric": "v", "comparison": ">", "threshold": 1.0, "measured": None, "passed": None,
+    claims = [{"metric": "t", "comparison": ">", "threshold": 1.0, "measured": 2.0, "status": "pass",
+               "has_control": True},
+              {"metric": "u", "comparison": ">", "threshold": 1.0, "measured": None, "status": "not_applicable",
+               "reason": "applies only when x == 1 (here x=2)"},
+              {"metric": "v", "comparison": ">", "threshold": 1.0, "measured": None, "status": "not_evaluated",
                "reason": "metric 'v' was not reported by this case"}]
     df = pd.DataFrame([{"workload": "w", "params": "{}", "machine": "m", "backend": "default", "status": "ok",
-                        "claims": claims, "ranks": 1, "threads": 1}])
-    rows = claim_rows(df)
+                        "control": "", "claims": claims, "ranks": 1, "threads": 1},
+                       {"workload": "w", "params": "{}", "machine": "m", "backend": "default", "status": "ok",
+                        "control": "control", "claims": claims, "ranks": 1, "threads": 1}])
+    rows = claim_rows(df)   # the second row is a control case: never in the reproduction summary
     assert [row[1] for row in rows] == ["t > 1", "v > 1"]
-    assert rows[1][4].startswith("not evaluated: metric 'v'")
+    assert rows[0][4] == "pass"
+    assert rows[1][4].startswith("not evaluated: metric 'v'") and rows[1][4].endswith("(no control declared)")

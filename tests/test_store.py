@@ -1,25 +1,35 @@
-import copy
 import json
 import os
+import pathlib
 
 import pytest
 
 from harness.errors import UsageError
+from harness.claims import Claim
+from harness.results.record import (BackendInfo, LaunchInfo, ProtocolInfo, Record, Stats, WorkloadInfo,
+                                    upgrade_v1)
 from harness.results.schema import schema_errors
 from harness.results.store import append_record, load_records, read_records
 
-RECORD = {
-    "schema": "hpml-harness/record", "schema_version": 1, "id": "0123456789abcdef", "case_id": "w[smoke]{}",
-    "run_id": "r", "created": "2026-12-02T00:00:00+00:00", "status": "ok", "reason": "",
-    "workload": {"name": "w", "source": "t:w"}, "size": "smoke", "params": {},
-    "backend": {"requested": None, "verified": None, "evidence": {}, "warnings": [], "environment": {}},
-    "launch": {"launcher": "local", "ranks": 1, "threads": 1, "command": ["python"]},
-    "hardware": {"arch": "x86_64", "cpu": {}}, "profile": {"name": None},
-    "software": {"python": "3", "harness": "0", "packages": {}}, "environment": {},
-    "protocol": {"repeats": 3, "warmup": 1}, "samples": [1.0, 1.0, 1.0],
-    "stats": {"n": 3, "median": 1.0, "iqr": 0.0, "ci95": [1.0, 1.0], "cov": 0.0, "unstable": False},
-    "phases": {}, "comm": None, "resources": {}, "system_load": {}, "metrics": {}, "claims": [],
-}
+FIXTURE_V1 = pathlib.Path(__file__).parent / "fixtures" / "records-v1.jsonl"
+
+def make_record(**changes) -> Record:
+    """A small valid version-2 record; ``changes`` replace top-level fields."""
+    rec = Record(
+        id="0123456789abcdef", case_id="w[smoke]{}", run_id="r", created="2026-12-02T00:00:00+00:00",
+        status="ok", workload=WorkloadInfo("w", "t:w"), size="smoke", params={},
+        backend=BackendInfo(requested=None), launch=LaunchInfo("local", 1, 1, ["python"]),
+        protocol=ProtocolInfo(repeats=3, warmup=1, unstable_cov=0.1),
+        hardware={"arch": "x86_64", "cpu": {}}, software={"python": "3", "harness": "0", "packages": {}},
+        samples=[1.0, 1.0, 1.0],
+        stats=Stats(n=3, median=1.0, mean=1.0, std=0.0, min=1.0, max=1.0, iqr=0.0, ci95=[1.0, 1.0], cov=0.0,
+                    unstable=False))
+    for key, value in changes.items():
+        setattr(rec, key, value)
+    return rec
+
+
+RECORD = make_record()
 
 
 def test_valid_record_round_trips(tmp_path) -> None:
@@ -28,13 +38,13 @@ def test_valid_record_round_trips(tmp_path) -> None:
     append_record(path, RECORD)
     records, problems = read_records(path)
     assert len(records) == 2 and problems == []
+    assert records[0] == RECORD and records[0].to_json() == RECORD.to_json()
 
 
 def test_invalid_record_is_refused_and_nothing_is_written(tmp_path) -> None:
     path = tmp_path / "r.jsonl"
-    bad = copy.deepcopy(RECORD)
-    bad["status"] = "great"
-    assert schema_errors(bad)
+    bad = make_record(status="great")
+    assert schema_errors(bad.to_json())
     with pytest.raises(ValueError, match="status"):
         append_record(path, bad)
     assert not path.exists() or path.read_text() == ""
@@ -45,7 +55,7 @@ def test_torn_and_corrupt_lines_are_reported_by_line(tmp_path) -> None:
     append_record(path, RECORD)
     with open(path, "a") as f:
         f.write(json.dumps({"schema": "other"}) + "\n")
-        f.write(json.dumps(RECORD)[:50])  # a torn last line, as from a killed writer
+        f.write(json.dumps(RECORD.to_json())[:50])  # a torn last line, as from a killed writer
     records, problems = read_records(path)
     assert len(records) == 1
     assert any(":2:" in p and "schema" in p for p in problems)
@@ -66,3 +76,32 @@ def test_folders_and_missing_paths(tmp_path) -> None:
     os.mkdir(empty)
     with pytest.raises(UsageError, match="no \\*.jsonl"):
         load_records([empty])
+
+
+def test_schema_is_closed_at_the_top_and_in_the_harness_own_parts() -> None:
+    good = RECORD.to_json()
+    assert schema_errors(good) == []
+    assert any("additional" in e.lower() for e in schema_errors(dict(good, surprise=1)))
+    assert schema_errors(dict(good, launch=dict(good["launch"], surprise=1)))
+    assert schema_errors(dict(good, claims=[dict(Claim("x", ">", 1).evaluate({"x": 2}).to_json(), extra=1)]))
+    assert schema_errors(dict(good, metrics={"anything": {"nested": [1, 2]}})) == []   # plugin-owned: open
+
+
+def test_version_1_files_still_load_and_keep_their_figures() -> None:
+    raw = [json.loads(line) for line in FIXTURE_V1.read_text().splitlines()]
+    assert {r["schema_version"] for r in raw} == {1}
+    records, problems = read_records(FIXTURE_V1)
+    assert problems == [] and len(records) == len(raw) == 4
+    for old, new in zip(raw, records):
+        assert new.case_id == old["case_id"] and new.status == old["status"]
+        assert new.samples == old["samples"] and new.metrics == old["metrics"]
+        assert schema_errors(new.to_json()) == []          # upgraded records are valid version 2
+        for c_old, c_new in zip(old["claims"], new.claims):
+            assert c_new.passed is c_old["passed"]
+            if c_old["passed"] is None:
+                assert c_new.status in ("not_applicable", "not_evaluated")
+    statuses = {c.status for r in records for c in r.claims}
+    assert {"pass", "not_applicable"} <= statuses
+    baseline = next(r for r in records if r.swept == {"msf": 1})
+    assert {c.status for c in baseline.claims if c.relative_to} == {"not_applicable"}
+    assert upgrade_v1(raw[0])["schema_version"] == 2

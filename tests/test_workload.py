@@ -26,12 +26,20 @@ def test_resolve_params_layers_defaults_size_and_overrides() -> None:
 
 def test_claim_verdicts() -> None:
     c = Claim("acc", ">=", 0.9, paper_value=0.95, source="Table 2")
-    assert c.evaluate({"acc": 0.93})["passed"] is True
+    assert c.evaluate({"acc": 0.93}).status == "pass"
     failed = c.evaluate({"acc": 0.5})
-    assert failed["passed"] is False and failed["measured"] == 0.5 and failed["paper_value"] == 0.95
+    assert failed.status == "fail" and failed.measured == 0.5 and failed.paper_value == 0.95
+    assert failed.passed is False and failed.to_json()["passed"] is False
     missing = c.evaluate({})
-    assert missing["passed"] is None and "not reported" in missing["reason"]
-    assert c.evaluate({"acc": float("nan")})["passed"] is None
+    assert missing.status == "not_evaluated" and "not reported" in missing.reason
+    assert c.evaluate({"acc": float("nan")}).status == "not_evaluated"
+    limited = Claim("acc", ">=", 0.9, when={"mode": ("==", "a")})
+    assert limited.evaluate({"acc": 1.0}, {"mode": "b"}).status == "not_applicable"
+    relative = Claim("t", ">=", 2.0, relative_to={"mode": "a"}, transform="speedup")
+    assert relative.evaluate({"t": 1.0}, {"mode": "a"}).status == "not_applicable"   # the baseline itself
+    assert relative.evaluate({"t": 1.0}, {"mode": "b"}).status == "not_evaluated"    # no baseline ran
+    assert relative.evaluate({"t": 1.0}, {"mode": "b"}, {"t": 3.0}).status == "pass"
+    assert relative.evaluate({"t": 1.0}, {"mode": "b"}, {"t": 1.5}).status == "fail"
     with pytest.raises(ValueError):
         Claim("acc", "~", 1)
 

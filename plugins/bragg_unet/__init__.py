@@ -41,6 +41,7 @@ class BraggUnet(Workload):
     default_size = "small"
     default_repeats = 1
     default_warmup = 0
+    throughput = ("train_boxes_per_s", "boxes/s")
     claims = [
         Claim("dice", ">=", 0.80, paper_value=0.82, source="Sullivan et al.: Dice 0.82 on held-out peaks"),
         Claim("iou", ">=", 0.65, paper_value=0.69, source="Sullivan et al.: mean IoU 0.69"),

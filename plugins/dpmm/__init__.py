@@ -52,6 +52,7 @@ class Dpmm(Workload):
              "small": {"n": 20000, "iterations": 100, "burnout": 10},
              "paper": {"n": 1000000, "d": 16, "k_true": 10, "burnout": 20, "nmi_curve": False}}
     default_size = "small"
+    throughput = ("points_per_s", "points x iterations/s")
     default_ranks = 2
     claims = [
         Claim("k_error", "<=", 1, paper_value="K recovered", source="SPECS 2.6: true K within +-1",
@@ -134,6 +135,8 @@ class Dpmm(Workload):
         result = run_chain(ctx, st["x"], p, st.get("y"), evaluate_nmi=st["has_truth"])
         metrics = result["metrics"]
         metrics.update(n=st["n_total"], d=st["d_total"])
+        if metrics.get("iteration_s"):
+            metrics["points_per_s"] = st["n_total"] / metrics["iteration_s"]
         if not p["data"]:
             metrics.update(k_true=p["k_true"], k_error=abs(metrics["k_found"] - p["k_true"]))
         elif st.get("y") is not None:

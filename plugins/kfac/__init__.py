@@ -47,6 +47,7 @@ class Kfac(Workload):
     default_size = "small"
     default_repeats = 1
     default_warmup = 0
+    throughput = ("train_samples_per_s", "samples/s")
     claims = [
         Claim("test_accuracy", ">=", -0.01, paper_value="smoothing recovers small-batch accuracy",
               relative_to=SMALL_BATCH_SGD, transform="difference",
@@ -130,6 +131,7 @@ class Kfac(Workload):
             "generalization_gap": float(np.mean([r["train_acc"] - r["test"] for r in runs])),
             "chosen_lr": best, "steps": steps, "epochs": p["epochs"],
             "step_ms": 1e3 * float(np.mean([r["train_s"] for r in runs])) / max(1, steps),
+            "train_samples_per_s": steps * p["batch"] / max(1e-12, float(np.mean([r["train_s"] for r in runs]))),
             "val_accuracy_by_lr": [float(np.mean([r["val"] for r in by_lr[lr]])) for lr in sorted(by_lr)],
             "train_samples": len(x), "dataset": "sklearn digits (bundled)", "replicas_identical": agree,
         }

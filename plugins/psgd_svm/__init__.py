@@ -48,6 +48,7 @@ class PsgdSvm(Workload):
     }
     default_size = "small"
     default_ranks = 2
+    throughput = ("samples_per_s", "samples/s")
     claims = [
         Claim("comm_s", ">=", 0.90, paper_value=0.98, relative_to={"msf": 1}, transform="reduction",
               when={"msf": (">=", 64)},

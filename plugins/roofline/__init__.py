@@ -45,6 +45,8 @@ class Roofline(Workload):
         "paper": {"gemm_sizes": "256,1024,2048,4096,8192", "triad_mib": 1024},
     }
     default_size = "small"
+    throughput = ("peak_gflops_fp64", "GFLOP/s", "fraction_of_peak_fp64")
+    ceilings = {"peak_gflops_fp64": "GFLOP/s", "peak_gflops_fp32": "GFLOP/s", "triad_gbs": "GB/s"}
     claims = [Claim("gemm_max_rel_error", "<=", 1e-10, paper_value=0.0, source="correctness of the library's fp64 GEMM",
                     description="max relative error of the smallest fp64 GEMM against numpy")]
 

@@ -47,6 +47,7 @@ class TfCnn(Workload):
              "paper": {"image_size": 224, "classes": 1000, "width": 64, "batch": 256, "steps": 50,
                        "n_train": 8192, "n_test": 1024}}
     default_size = "small"
+    throughput = ("images_per_s", "images/s")
     default_repeats = 3
     claims = [
         Claim("images_per_s", ">=", 2.0, paper_value="training speed depends strongly on the optimised library",
