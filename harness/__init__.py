@@ -9,8 +9,9 @@ from __future__ import annotations
 from harness.backend import Backend, Verification
 from harness.hookspecs import hookimpl
 from harness.params import Param
-from harness.workload import Claim, Workload
+from harness.claims import Claim, Control
+from harness.workload import Workload
 
 __version__ = "0.1.0"
 
-__all__ = ["hookimpl", "Workload", "Backend", "Verification", "Param", "Claim", "__version__"]
+__all__ = ["hookimpl", "Workload", "Backend", "Verification", "Param", "Claim", "Control", "__version__"]

@@ -5,10 +5,10 @@ import argparse
 import sys
 
 from harness import __version__
-from harness.commands import compare, info, list_, report, run, show, submit
+from harness.commands import compare, controls, info, list_, report, run, show, submit
 from harness.errors import UsageError
 
-VERBS = (run, submit, list_, info, show, report, compare)
+VERBS = (run, submit, controls, list_, info, show, report, compare)
 
 
 class _Parser(argparse.ArgumentParser):

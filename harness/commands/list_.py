@@ -9,7 +9,7 @@ from harness.commands.common import console, profiles, registry
 from harness.plan import read_suite
 from harness.errors import UsageError
 
-KINDS = ("workloads", "backends", "suites", "profiles")
+KINDS = ("workloads", "claims", "backends", "suites", "profiles")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +27,24 @@ def _workloads() -> Table:
         params = ", ".join(f"{k}:{p.describe()}" for k, p in w.params.items())
         t.add_row(name, reg.source("workload", name), w.paper, ",".join(w.frameworks),
                   ",".join(w.sizes), params)
+    return t
+
+
+def _claims() -> Table:
+    reg = registry()
+    t = Table(title="claims (each should fail under its control: `harness controls` checks)", title_justify="left")
+    for col in ("workload", "claim", "paper value", "applies when", "source", "control"):
+        t.add_column(col, overflow="fold")
+    for name, w in sorted(reg.workloads.items()):
+        for c in w.claims:
+            when = ", ".join(f"{k} {op} {v}" for k, (op, v) in (c.when or {}).items())
+            control = "no control declared"
+            if c.control is not None:
+                spec = ", ".join(f"{k}={v}" for k, v in c.control.params.items())
+                control = f"{spec}: {c.control.why}"
+                if c.control.baseline is not None:
+                    control += " (baseline: " + ", ".join(f"{k}={v}" for k, v in c.control.baseline.items()) + ")"
+            t.add_row(name, c.text, "" if c.paper_value is None else str(c.paper_value), when, c.source, control)
     return t
 
 
@@ -74,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
             table, profile_problems = _profiles()
             problems += profile_problems
         else:
-            table = {"workloads": _workloads, "backends": _backends, "suites": _suites}[kind]()
+            table = {"workloads": _workloads, "claims": _claims, "backends": _backends, "suites": _suites}[kind]()
         console.print(table)
     if problems:
         t = Table(title="plugin problems (these are not usable; everything else is)",

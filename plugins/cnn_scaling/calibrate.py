@@ -60,9 +60,13 @@ def fit_network(points: list[tuple[int, float]], p: int) -> Network:
     return Network(alpha=max(alpha, 1e-9), beta=max(beta, 1e-15))
 
 
-def validate_allreduce(points: list[tuple[int, float]], p: int) -> tuple[Network, list[dict[str, float]]]:
+def validate_allreduce(points: list[tuple[int, float]], p: int,
+                       alpha: float = 0.0, beta: float = 0.0) -> tuple[Network, list[dict[str, float]]]:
+    """Fit on every other size, check on the rest; a non-zero ``alpha``/``beta`` replaces the fitted
+    value (a control: a model that is wrong must show large residuals)."""
     fit_pts, check_pts = points[0::2], points[1::2]
     net = fit_network(fit_pts, p)
+    net = Network(alpha=alpha or net.alpha, beta=beta or net.beta)
     rows = []
     for nbytes, measured in check_pts:
         predicted = allreduce_time(nbytes, p, net, "recursive_doubling")

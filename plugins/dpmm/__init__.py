@@ -14,9 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from harness import Claim, Param, Workload, hookimpl
+from harness import Claim, Control, Param, Workload, hookimpl
 
 PAPER = "Dinari, Yu, Freifeld, Fisher. Distributed MCMC Inference in DPMMs Using Julia. HPML 2019"
+
+
+SINGLE_CLUSTER = Control({"alpha": 1e-6}, "alpha -> 0: the prior all but forbids new clusters, so one cluster is found")
 
 
 class Dpmm(Workload):
@@ -55,16 +58,27 @@ class Dpmm(Workload):
     throughput = ("points_per_s", "points x iterations/s")
     default_ranks = 2
     claims = [
-        Claim("k_error", "<=", 1, paper_value="K recovered", source="SPECS 2.6: true K within +-1",
-              when={"application": ("==", "clustering")}),
-        Claim("nmi", ">=", 0.9, paper_value=">= 0.9", source="SPECS 2.6: NMI >= 0.9 within 100 iterations",
-              when={"application": ("==", "clustering")}),
+        Claim("k_error", "<=", 1, paper_value="K recovered",
+              source="paper: the sampler recovers the number of clusters; +-1 is this harness's tolerance "
+                     "(docs/papers.md)",
+              when={"application": ("==", "clustering")}, control=SINGLE_CLUSTER),
+        Claim("nmi", ">=", 0.9, paper_value=">= 0.9",
+              source="paper: clustering quality on synthetic mixtures; NMI >= 0.9 within 100 iterations is this "
+                     "harness's threshold (docs/papers.md)",
+              when={"application": ("==", "clustering")}, control=SINGLE_CLUSTER),
         Claim("iteration_s", ">", 1.0, paper_value="speed-ups from distribution", relative_to={"ranks": 1},
               transform="speedup", when={"n": (">=", 100000), "application": ("==", "clustering")},
-              source="abstract; SPECS 2.6: with N >= 1e5, 2 ranks faster per iteration than 1",
-              description="time-per-iteration speed-up against the 1-rank case of the same run"),
-        Claim("psnr_gain_db", ">", 0.0, paper_value="denoising improves PSNR [U: no figure in the abstract]",
-              source="paper: image-patch application", when={"application": ("==", "patches")}),
+              source="abstract: speed-ups from distributing the sampler; with N >= 1e5, 2 ranks faster per "
+                     "iteration than 1 (docs/papers.md)",
+              description="time-per-iteration speed-up against the 1-rank case of the same run",
+              control=Control({"ranks": 2, "n": 200},
+                              "2 ranks on 200 points: messages outweigh the work, slower than 1 rank")),
+        Claim("psnr_gain_db", ">=", 1.0, paper_value="denoising improves PSNR (no figure in the abstract)",
+              source="paper: image-patch application; a 1 dB gain is this harness's threshold (docs/papers.md)",
+              description="PSNR of the denoised image minus the noisy one's (dB)",
+              when={"application": ("==", "patches")},
+              control=Control({"application": "patches", "noise_sigma": 0.001},
+                              "almost no noise to remove: per-cluster filtering can only lose detail")),
     ]
 
     def setup(self, ctx) -> None:

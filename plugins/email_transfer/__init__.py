@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness import Claim, Param, Workload, hookimpl
+from harness import Claim, Control, Param, Workload, hookimpl
 
 PAPER = ("Liu, Dmitriev, Huang, Brooks, Dong. An Evaluation of Transfer Learning for Classifying Sales "
          "Engagement Emails at Large Scale. HPML 2019")
@@ -51,7 +51,8 @@ class EmailTransfer(Workload):
     claims = [
         Claim("crossover_found", "==", 1, paper_value="n* ~ 300 labelled emails",
               description="fine-tuning loses below some n* inside the sweep and wins from n* on",
-              source="abstract: fine-tuning outperforms with >= 300 labels, underperforms below"),
+              source="abstract: fine-tuning outperforms with >= 300 labels, underperforms below",
+              control=Control({"epochs": 1}, "one fine-tuning epoch: fine-tuning never catches up, no crossover")),
     ]
 
     def check_params(self, params: dict[str, Any]) -> None:

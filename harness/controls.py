@@ -1,0 +1,112 @@
+"""Claims that can fail, shown: plan and judge the control case of every claim.
+
+A claim's :class:`~harness.claims.Control` names a case (params on top of the workload's
+``smoke`` size) under which the claim must come out ``fail``. ``harness controls`` runs each
+control case (and, for a relative claim, its baseline case) through the ordinary protocol, then
+judges the claim on it with :meth:`Claim.evaluate_control`. A claim that passes under its own
+control cannot tell a working reproduction from a broken one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.claims import Claim, ControlOutcome
+from harness.errors import UsageError
+from harness.plan import Case, default_threads
+from harness.registry import Registry
+from harness.results.record import ControlRole, Record
+from harness.workload import Workload
+
+CONTROL_SIZE = "smoke"
+
+
+@dataclass
+class ControlPlan:
+    """One claim's control: the case judged and, for a relative claim, its baseline case."""
+
+    workload: str
+    claim: Claim
+    case: Case
+    baseline: Case | None
+
+
+def _case(workload: Workload, overrides: dict[str, Any], backend: str | None, repeats: int | None,
+          warmup: int | None, timeout: float) -> Case:
+    params = dict(overrides)
+    ranks = int(params.pop("ranks", workload.default_ranks))
+    threads = int(params.pop("threads", 0)) or default_threads(ranks)
+    resolved = workload.resolve_params(CONTROL_SIZE, params)
+    workload.check_params(resolved)
+    return Case(workload=workload.name, size=CONTROL_SIZE, params=resolved, backend=backend, ranks=ranks,
+                threads=threads,
+                repeats=repeats or min(3, workload.default_repeats or 3),
+                warmup=warmup if warmup is not None else (1 if workload.default_warmup is None
+                                                          else workload.default_warmup),
+                timeout=timeout, swept={k: resolved[k] for k in params})
+
+
+def plan_controls(registry: Registry, workloads: list[str], backend: str | None = None,
+                  repeats: int | None = None, warmup: int | None = None,
+                  timeout: float = 900.0) -> tuple[list[ControlPlan], list[ControlOutcome]]:
+    """(the controls to run, the claims that declare none) for the named workloads."""
+    plans, undeclared = [], []
+    for name in workloads:
+        workload = registry.workload(name)
+        for claim in workload.claims:
+            control = claim.control
+            if control is None:
+                undeclared.append(ControlOutcome(name, claim.text, "", problem="no control declared"))
+                continue
+            try:
+                case = _case(workload, control.params, backend, repeats, warmup, timeout)
+                baseline = (_case(workload, control.baseline_params(claim.relative_to), backend, repeats,
+                                  warmup, timeout) if claim.relative_to else None)
+            except UsageError as exc:
+                raise UsageError(f"workload {name!r}, claim {claim.text!r}: its control is invalid: {exc}") from None
+            plans.append(ControlPlan(name, claim, case, baseline))
+    return plans, undeclared
+
+
+def cases_in_order(plans: list[ControlPlan]) -> list[tuple[Case, ControlRole]]:
+    """Every distinct case once: cases that are only baselines first, then those that are a baseline
+    and a control, then the rest. A case is the ``control`` role when it is any claim's control case."""
+    cases: dict[str, Case] = {}
+    claims: dict[str, list[str]] = {}
+    whys: dict[str, list[str]] = {}
+    is_control: set[str] = set()
+    is_baseline: set[str] = set()
+    for plan in plans:
+        for case, role in ((plan.baseline, "baseline"), (plan.case, "control")):
+            if case is None:
+                continue
+            cases.setdefault(case.case_id, case)
+            claims.setdefault(case.case_id, []).append(plan.claim.text)
+            whys.setdefault(case.case_id, []).append(plan.claim.control.why)
+            (is_control if role == "control" else is_baseline).add(case.case_id)
+
+    def rank(case_id: str) -> int:
+        return 0 if case_id not in is_control else 1 if case_id in is_baseline else 2
+
+    return [(cases[cid], ControlRole(claim="; ".join(dict.fromkeys(claims[cid])),
+                                     role="control" if cid in is_control else "baseline",
+                                     why="; ".join(dict.fromkeys(whys[cid]))))
+            for cid in sorted(cases, key=rank)]
+
+
+def judge(plan: ControlPlan, records: dict[str, Record]) -> ControlOutcome:
+    """The claim's verdict on its control case, given the run's records by case id."""
+    why = plan.claim.control.why if plan.claim.control else ""
+    outcome = ControlOutcome(plan.workload, plan.claim.text, why,
+                             cases=[c.label for c in (plan.baseline, plan.case) if c is not None])
+    for case, role in ((plan.case, "control"), (plan.baseline, "baseline")):
+        if case is None:
+            continue
+        rec = records.get(case.case_id)
+        if rec is None or not rec.ok:
+            outcome.problem = (f"the {role} case {case.label} did not run ok: "
+                               f"{(rec.status + ': ' + rec.reason) if rec else 'not run'}")
+            return outcome
+    baseline = records[plan.baseline.case_id].metrics if plan.baseline is not None else None
+    outcome.verdict = plan.claim.evaluate_control(records[plan.case.case_id].metrics, baseline)
+    return outcome
