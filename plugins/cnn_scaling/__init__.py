@@ -1,5 +1,5 @@
 """Workload cnn_scaling: the theoretical scalability model of data-parallel CNN training, next to
-measurements (Castello, Dolz, Quintana-Orti, Duato, HPML 2019; SPECS.md section 4).
+measurements (Castello, Dolz, Quintana-Orti, Duato, HPML 2019; docs/papers.md section 4).
 
 ``mode=model``: predictions only (records say ``kind: model``): per network and node count,
 time per iteration, speed-up and efficiency for a hardware profile's peak FLOP/s, memory

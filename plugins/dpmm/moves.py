@@ -1,5 +1,5 @@
 """Split and merge Metropolis-Hastings ratios of the sub-cluster sampler (Chang & Fisher 2013),
-as DPMMSubClusters.jl computes them (SPECS.md 2.1)."""
+as DPMMSubClusters.jl computes them (docs/papers.md section 2)."""
 from __future__ import annotations
 
 from scipy.special import gammaln

@@ -1,8 +1,8 @@
 """Workload email_transfer: feature-based transfer against fine-tuning as labels grow
-(Liu, Dmitriev, Huang, Brooks, Dong, Outreach, HPML 2019; SPECS.md section 5).
+(Liu, Dmitriev, Huang, Brooks, Dong, Outreach, HPML 2019; docs/papers.md section 5).
 
 The paper: fine-tuning a pre-trained model beats feature-based approaches from about 300
-labelled emails on, and loses below. Offline analogue (SPECS 5.5; no pre-trained weights are
+labelled emails on, and loses below. Offline analogue (docs/papers.md section 5; no pre-trained weights are
 downloaded): a synthetic four-intent email corpus (corpus.py), word vectors pre-trained on
 unlabeled synthetic emails by PPMI + SVD (embed.py), then for each number of labels n: a
 logistic regression on the frozen mean vectors (feature-based) and a small network whose

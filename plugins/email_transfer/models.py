@@ -1,4 +1,4 @@
-"""The two implementation strategies the paper compares (SPECS.md 5.1):
+"""The two implementation strategies the paper compares (docs/papers.md section 5):
 feature-based (frozen pre-trained vectors, mean-pooled, then logistic regression) and
 fine-tuning (a small network whose embedding starts from the same vectors and is trained
 end to end with its classifier)."""

@@ -1,8 +1,8 @@
 """Workload kfac: second-order (K-FAC) training with large mini-batches, and loss smoothing
-(Naganuma, Yokota, HPML 2019; SPECS.md section 7).
+(Naganuma, Yokota, HPML 2019; docs/papers.md section 7).
 
 The paper: large mini-batches degrade generalisation; naive natural-gradient (K-FAC) training
-makes it worse, and smoothing the loss recovers it. Small reproduction as SPECS 7.3: an MLP
+makes it worse, and smoothing the loss recovers it. Small reproduction (docs/papers.md section 7): an MLP
 64-128-128-10 on scikit-learn's bundled digits (1,797 8x8 images; no download), trained for the
 same number of epochs with SGD at a small or large batch, K-FAC (kfac.py) at a large batch,
 and K-FAC + SmoothOut (random weight perturbation during forward/backward). The learning rate

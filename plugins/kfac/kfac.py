@@ -1,5 +1,5 @@
 """K-FAC natural-gradient preconditioning for the Linear layers of a torch model
-(Martens & Grosse 2015; the large-batch form of Osawa et al. 2019, SPECS.md 7.1).
+(Martens & Grosse 2015; the large-batch form of Osawa et al. 2019, arXiv:1811.12019).
 
 Per layer, with the input augmented by a 1 for the bias: A = E[a a^T] over the batch and
 G = E[g g^T] over the per-sample gradients of the loss with respect to the layer's output

@@ -1,7 +1,7 @@
 """Workload psgd_svm: parallel SGD SVM and model-synchronisation frequency.
 
 Abeykoon, Fox, Kim, "Performance Optimization on Model Synchronization in Parallel SGD Based
-SVM", HPML 2019 (arXiv:1905.01219); the algorithm of their PSGDSVMC code (SPECS.md section 1):
+SVM", HPML 2019 (arXiv:1905.01219); the algorithm of their PSGDSVMC code (docs/papers.md section 1):
 Pegasos on the primal hinge loss, each rank on its contiguous block of the training rows,
 model averaged with Allreduce every ``msf`` local samples, eta = 1/(lambda * epoch), stop when
 the (reference's) cost stays below ``error_threshold`` for ``patience`` epochs or at ``max_epochs``.

@@ -1,5 +1,5 @@
 """Workload tf_cnn: TensorFlow CNN training and the compute library underneath it
-(Ramirez-Gargallo, Garcia-Gasulla, Mantovani, HPML 2019; SPECS.md section 3).
+(Ramirez-Gargallo, Garcia-Gasulla, Mantovani, HPML 2019; docs/papers.md section 3).
 
 The paper's point is that TensorFlow's training speed on a CPU depends strongly on the
 architecture-optimised library it runs on (MKL-DNN on Skylake; ArmPL plugged into TF on
