@@ -15,8 +15,11 @@ _FALSE = {"0", "false", "no", "off"}
 class Param:
     """One typed parameter of a workload.
 
-    ``type`` is one of ``int``, ``float``, ``str``, ``bool``. Bounds and choices are
-    checked for every value, whether it comes from a size, a suite or ``--param``.
+    ``type`` is one of ``int``, ``float``, ``str``, ``bool``, or ``list`` with ``item`` one of
+    the others: ``Param(list, item=int, default=[1, 2, 4], minimum=1)`` (bounds and choices
+    then apply to each item). Bounds and choices are checked for every value, whether it comes
+    from a size, a suite or ``--param``. On the command line a list is written with colons
+    (``--param nodes=1:2:4``; commas sweep); in a suite, as that string or as ``[[1, 2, 4]]``.
     """
 
     type: type
@@ -26,13 +29,29 @@ class Param:
     choices: Sequence[Any] | None = None
     help: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    item: type | None = None
 
     def __post_init__(self) -> None:
+        if self.type is list:
+            if self.item not in (int, float, str, bool):
+                raise TypeError("a list Param needs item=int, float, str or bool")
+            return
         if self.type not in (int, float, str, bool):
-            raise TypeError(f"Param type must be int, float, str or bool, not {self.type!r}")
+            raise TypeError(f"Param type must be int, float, str, bool or list, not {self.type!r}")
+
+    @property
+    def _scalar(self) -> Param:
+        """The Param of one item of a list Param."""
+        return Param(self.item, None, self.minimum, self.maximum, self.choices)
 
     def parse(self, text: str, name: str = "param") -> Any:
         """Convert command-line text to this parameter's type, then validate it."""
+        if self.type is list:
+            items = split_list(text)
+            if not items:
+                raise UsageError(f"param {name}={text!r}: expected a list of {self.item.__name__} "
+                                 "separated by colons, e.g. 1:2:4")
+            return [self._scalar.parse(v, name) for v in items]
         text = text.strip()
         try:
             if self.type is bool:
@@ -51,6 +70,12 @@ class Param:
 
     def validate(self, value: Any, name: str = "param") -> Any:
         """Return ``value`` coerced to the type, or raise :class:`UsageError` naming the fix."""
+        if self.type is list:
+            if isinstance(value, str):
+                return self.parse(value, name)
+            if not isinstance(value, (list, tuple)) or not value:
+                raise UsageError(f"param {name}={value!r}: expected a non-empty list of {self.item.__name__}")
+            return [self._scalar.validate(v, name) for v in value]
         if isinstance(value, str) and self.type is not str:
             return self.parse(value, name)
         if self.type is float and isinstance(value, int) and not isinstance(value, bool):
@@ -79,7 +104,8 @@ class Param:
 
     def describe(self) -> str:
         """One line for ``harness list``: type, default, range."""
-        return f"{self.type.__name__}={self.default!r}{self._range_text()}"
+        kind = f"list[{self.item.__name__}]" if self.type is list else self.type.__name__
+        return f"{kind}={self.default!r}{self._range_text()}"
 
 
 def parse_int_list(text: str, what: str, minimum: int = 1, maximum: int | None = None) -> list[int]:

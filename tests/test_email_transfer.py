@@ -49,4 +49,4 @@ def test_label_sweep_reports_both_curves_and_the_crossover_verdict(harness_cli, 
     assert m["crossover_found"] in (0, 1) and rec["claims"][0]["passed"] is (m["crossover_found"] == 1)
     assert {"feature_based", "fine_tune"} <= set(rec["phases"])
     bad = harness_cli("run", "--workload", "email_transfer", "--param", "labels=4:100", "--out", str(tmp_path))
-    assert bad.returncode == 2 and "must be >= 8" in bad.stderr
+    assert bad.returncode == 2 and "labels=4 is below the minimum 8" in bad.stderr

@@ -27,4 +27,21 @@ def test_bool_float_and_choices() -> None:
 
 def test_unsupported_type_is_rejected_at_declaration() -> None:
     with pytest.raises(TypeError):
-        Param(list, default=[])
+        Param(list, default=[])          # a list needs its item type
+    with pytest.raises(TypeError):
+        Param(dict, default={})
+
+
+def test_list_params_parse_validate_and_bound_each_item() -> None:
+    p = Param(list, item=int, default=[1, 2], minimum=1)
+    assert p.parse("1:2:4", "nodes") == [1, 2, 4]
+    assert p.validate("8", "nodes") == [8] and p.validate((2, 3), "nodes") == [2, 3]
+    with pytest.raises(UsageError, match="nodes=0 is below the minimum 1"):
+        p.parse("1:0", "nodes")
+    with pytest.raises(UsageError, match="expected a non-empty list"):
+        p.validate([], "nodes")
+    names = Param(list, item=str, default=["a"], choices=("a", "b"))
+    with pytest.raises(UsageError, match="not one of a, b"):
+        names.parse("a:c", "nets")
+    assert Param(list, item=float, default=[0.1]).parse("0.01:1e-3") == [0.01, 0.001]
+    assert "list[int]" in p.describe()

@@ -93,3 +93,14 @@ def match_profile(fp: dict[str, Any], profiles: dict[str, Profile]) -> dict[str,
                 "reason": f"no profile matches {fp.get('cpu', {}).get('model', '?')!r} ({fp.get('arch')})"}
     s, best = max(scored, key=lambda sp: (sp[0], sp[1].name))
     return {"name": best.name, "path": str(best.path), "score": s, "reason": ""}
+
+
+def hardware_profiles(dirs: list[pathlib.Path] | None = None) -> dict[str, dict[str, Any]]:
+    """Every registered hardware profile's data by name (the public API for plugins).
+
+    ``dirs``: the folders to read (in a worker: ``ctx.profile_dirs``); None: every folder the
+    installed plugins register (in the parent, e.g. in ``check_params``)."""
+    if dirs is None:
+        from harness.registry import build_registry
+        dirs = build_registry().profile_dirs
+    return {name: p.data for name, p in load_profiles(list(dirs))[0].items()}

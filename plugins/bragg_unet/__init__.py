@@ -56,7 +56,7 @@ class BraggUnet(Workload):
     ]
 
     def check_params(self, params: dict[str, Any]) -> None:
-        from harness.errors import UsageError
+        from harness import UsageError
         if params["box"] % 2 ** params["depth"]:
             raise UsageError(f"param box={params['box']} must be divisible by 2**depth={2 ** params['depth']}")
 

@@ -7,7 +7,7 @@ import numpy as np
 
 
 def box_figure(counts: np.ndarray, truth: np.ndarray, pred: np.ndarray, path: pathlib.Path) -> None:
-    from harness.plotting import pyplot, save_figure
+    from harness import pyplot, save_figure
 
     plt = pyplot()
 

@@ -12,11 +12,11 @@ per-rank batch, measured efficiency next to the calibrated model's.
 from __future__ import annotations
 
 import functools
+import pathlib
 from typing import Any
 
-from harness import Claim, Control, Param, Workload, hookimpl
-from harness.errors import did_you_mean
-from harness.params import parse_int_list, split_list
+from harness import Claim, Control, Param, Workload, did_you_mean, hardware_profiles, hookimpl
+from harness_plugins.cnn_scaling.layers import NETWORKS
 
 PAPER = "Castello, Dolz, Quintana-Orti, Duato. Theoretical Scalability Analysis of Distributed Deep CNNs. HPML 2019"
 VALIDATE = {"mode": ("==", "validate")}
@@ -25,21 +25,9 @@ SWAPPED_BATCHES = Control({**VALIDATE_2, "small_batch": 64, "large_batch": 4},
                           "the batches swapped: the 'large' per-rank batch is the smaller one")
 
 
-@functools.lru_cache(maxsize=1)
-def _profiles(dirs: tuple[str, ...] | None = None) -> dict[str, Any]:
-    import pathlib
-
-    from harness.hardware.profiles import load_profiles
-    if not dirs:
-        from harness.registry import build_registry
-        paths = build_registry().profile_dirs
-    else:
-        paths = [pathlib.Path(d) for d in dirs]
-    return load_profiles(paths)[0]
-
-
-def _ints(text: str, name: str) -> list[int]:
-    return parse_int_list(text, f"param {name}")
+@functools.lru_cache(maxsize=4)
+def _profiles(dirs: tuple[str, ...] | None = None) -> dict[str, dict[str, Any]]:
+    return hardware_profiles([pathlib.Path(d) for d in dirs] if dirs else None)
 
 
 class CnnScaling(Workload):
@@ -49,10 +37,11 @@ class CnnScaling(Workload):
     frameworks = ("numpy", "mpi")
     params = {
         "mode": Param(str, default="model", choices=("model", "validate")),
-        "networks": Param(str, default="alexnet,vgg16,resnet50,googlenet", help="e.g. alexnet:resnet50 (commas in --param sweep)"),
+        "networks": Param(list, item=str, default=["alexnet", "vgg16", "resnet50", "googlenet"],
+                          choices=tuple(NETWORKS), help="e.g. alexnet:resnet50"),
         "profile": Param(str, default="skylake-8160", help="hardware profile for mode=model"),
         "batch": Param(int, default=256, minimum=1, help="global batch (strong scaling)"),
-        "nodes": Param(str, default="1,2,4,8,16,32,64,128,256,512,1024"),
+        "nodes": Param(list, item=int, default=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], minimum=1),
         "algorithm": Param(str, default="auto",
                            choices=("auto", "recursive_doubling", "rabenseifner", "ring", "binomial")),
         "overlap": Param(bool, default=False, help="overlap gradient Allreduce with the backward pass"),
@@ -65,7 +54,7 @@ class CnnScaling(Workload):
         "steps": Param(int, default=5, minimum=1, help="validate: training iterations timed"),
         "sweep_max_kib": Param(int, default=4096, minimum=1, help="validate: largest Allreduce message"),
     }
-    sizes = {"smoke": {"networks": "alexnet,resnet50", "nodes": "1,2,4,16", "steps": 2, "sweep_max_kib": 256,
+    sizes = {"smoke": {"networks": ["alexnet", "resnet50"], "nodes": [1, 2, 4, 16], "steps": 2, "sweep_max_kib": 256,
                        "large_batch": 16},
              "small": {}, "paper": {"steps": 20, "sweep_max_kib": 65536}}
     default_size = "small"
@@ -94,12 +83,6 @@ class CnnScaling(Workload):
     ]
 
     def check_params(self, params: dict[str, Any]) -> None:
-        from harness_plugins.cnn_scaling.layers import NETWORKS
-
-        _ints(params["nodes"], "nodes")
-        for net in split_list(params["networks"]):
-            if net.strip() not in NETWORKS:
-                raise did_you_mean("network (param networks)", net.strip(), NETWORKS)
         if params["mode"] == "model" and params["profile"] not in _profiles():
             raise did_you_mean("hardware profile (param profile)", params["profile"], _profiles())
 
@@ -122,18 +105,18 @@ class CnnScaling(Workload):
         from harness_plugins.cnn_scaling.model import Network, Node, scaling
 
         p = ctx.params
-        prof = _profiles(tuple(map(str, ctx.profile_dirs)))[p["profile"]].data
+        prof = _profiles(tuple(map(str, ctx.profile_dirs)))[p["profile"]]
         peak = (p["node_gflops"] or prof["peak"].get("fp32_gflops", 2 * prof["peak"]["fp64_gflops"])) * 1e9
         node = Node(peak_flops=peak, bandwidth=(p["mem_gbs"] or prof["memory"]["bandwidth_gbs"]) * 1e9)
         link = p["link_gbs"] or prof.get("interconnect", {}).get("bandwidth_gbs", 12.5)
         lat = p["latency_us"] or prof.get("interconnect", {}).get("latency_us", 1.0)
         net = Network(alpha=lat * 1e-6, beta=1.0 / (link * 1e9))
-        nodes = _ints(p["nodes"], "nodes")
+        nodes = p["nodes"]
         out: dict[str, Any] = {"kind": "model", "profile": p["profile"], "link_gbs": link, "latency_us": lat,
                                "node_gflops": peak / 1e9, "node_gbs": node.bandwidth / 1e9, "nodes": nodes}
         with ctx.phase("model"):
-            for name in split_list(p["networks"]):
-                layers = NETWORKS[name.strip()]()
+            for name in p["networks"]:
+                layers = NETWORKS[name]()
                 curve = scaling(layers, p["batch"], nodes, node, net, p["algorithm"], p["overlap"])
                 t = totals(layers)
                 out[f"{name}_params"] = t["params"]

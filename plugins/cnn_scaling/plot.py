@@ -4,7 +4,6 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-from harness.params import split_list
 
 FIGURE_NAME = "cnn_scaling_model.png"
 
@@ -14,14 +13,14 @@ def plot_scaling(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathli
             and r["metrics"].get("kind") == "model"]
     if not mine:
         return None
-    from harness.plotting import pyplot, save_figure
+    from harness import pyplot, save_figure
 
     plt = pyplot()
 
     fig, axes = plt.subplots(1, len(mine), figsize=(4.5 * len(mine), 4), squeeze=False)
     for ax, r in zip(axes[0], mine):
         m = r["metrics"]
-        for name in split_list(r["params"]["networks"]):
+        for name in r["params"]["networks"]:
             ax.plot(m["nodes"], m[f"{name}_efficiency"], "o-", ms=3, label=name)
         ax.set_xscale("log", base=2)
         ax.set_ylim(0, 1.05)

@@ -127,7 +127,7 @@ class Dpmm(Workload):
                 "bgmm_k": int(len(np.unique(labels)))}
 
     def check_params(self, params: dict[str, Any]) -> None:
-        from harness.errors import UsageError
+        from harness import UsageError
 
         multinomial = params["likelihood"] == "multinomial"
         if multinomial and params["application"] == "patches":

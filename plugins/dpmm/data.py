@@ -49,7 +49,7 @@ def generate_multinomial(n: int, d: int, k: int, trials: int, seed: int) -> tupl
 def _read(path: str, what: str) -> np.ndarray:
     import pathlib
 
-    from harness.errors import UsageError
+    from harness import UsageError
 
     p = pathlib.Path(path)
     if not p.is_file():
@@ -63,7 +63,7 @@ def _read(path: str, what: str) -> np.ndarray:
 def load_matrix(path: str, labels: str = "", counts: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """A user's points (N x D) and optional labels (N), checked for shape and finiteness
     (and, for the multinomial likelihood, that every entry is a non-negative whole count)."""
-    from harness.errors import UsageError
+    from harness import UsageError
 
     x = _read(path, "data").astype(float)
     if x.ndim != 2 or len(x) < 2 or not np.isfinite(x).all():

@@ -92,7 +92,7 @@ def denoise_run(ctx) -> dict[str, Any]:
 
 
 def _figure(ctx, clean: np.ndarray, noisy: np.ndarray, restored: np.ndarray) -> None:
-    from harness.plotting import pyplot, save_figure
+    from harness import pyplot, save_figure
 
     plt = pyplot()
 

@@ -14,7 +14,7 @@ def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.P
             and r["params"].get("application", "clustering") == "clustering"]
     if not mine:
         return None
-    from harness.plotting import pyplot, save_figure
+    from harness import pyplot, save_figure
 
     plt = pyplot()
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.errors import UsageError
+from harness import UsageError
 
 BUILTIN = {"synthetic-ijcnn1": 22, "synthetic-webspam": 254}
 TRAIN_RATIO = 0.80

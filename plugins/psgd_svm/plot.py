@@ -14,7 +14,7 @@ def plot_msf_sweep(records: list[dict[str, Any]], out_dir: pathlib.Path) -> path
             and r["params"]["algorithm"] == "parallel" and r["status"] == "ok"]
     if len({r["params"]["msf"] for r in mine}) < 2:
         return None
-    from harness.plotting import pyplot, save_figure
+    from harness import pyplot, save_figure
 
     plt = pyplot()
 

@@ -16,14 +16,8 @@ from typing import Any
 import numpy as np
 
 from harness import Claim, Control, Param, Workload, hookimpl
-from harness.errors import UsageError
-from harness.params import parse_int_list, split_list
 
 DTYPES = {"fp64": np.float64, "fp32": np.float32}
-
-
-def _int_list(text: str, name: str) -> list[int]:
-    return parse_int_list(text, f"param {name}", minimum=8, maximum=32768)
 
 
 class Roofline(Workload):
@@ -33,29 +27,25 @@ class Roofline(Workload):
     frameworks = ("blas",)
     requires = ("numba",)
     params = {
-        "gemm_sizes": Param(str, default="128,512,1024,2048", help="square GEMM orders, e.g. 128:512:2048 (commas in --param sweep)"),
-        "dtypes": Param(str, default="fp64,fp32", help="fp64, fp32 or fp64:fp32"),
+        "gemm_sizes": Param(list, item=int, default=[128, 512, 1024, 2048], minimum=8, maximum=32768,
+                            help="square GEMM orders, e.g. 128:512:2048"),
+        "dtypes": Param(list, item=str, default=["fp64", "fp32"], choices=tuple(DTYPES),
+                        help="fp64, fp32 or fp64:fp32"),
         "gemm_reps": Param(int, default=3, minimum=1, maximum=100, help="calls per size; the best is kept"),
         "triad_mib": Param(int, default=256, minimum=1, maximum=65536, help="MiB per triad array (3 arrays)"),
         "seed": Param(int, default=0, minimum=0),
     }
     sizes = {
-        "smoke": {"gemm_sizes": "64,256", "triad_mib": 16, "gemm_reps": 2},
-        "small": {"gemm_sizes": "128,512,1024,2048", "triad_mib": 256},
-        "paper": {"gemm_sizes": "256,1024,2048,4096,8192", "triad_mib": 1024},
+        "smoke": {"gemm_sizes": [64, 256], "triad_mib": 16, "gemm_reps": 2},
+        "small": {"gemm_sizes": [128, 512, 1024, 2048], "triad_mib": 256},
+        "paper": {"gemm_sizes": [256, 1024, 2048, 4096, 8192], "triad_mib": 1024},
     }
     default_size = "small"
     throughput = ("peak_gflops_fp64", "GFLOP/s", "fraction_of_peak_fp64")
     ceilings = {"peak_gflops_fp64": "GFLOP/s", "peak_gflops_fp32": "GFLOP/s", "triad_gbs": "GB/s"}
     claims = [Claim("gemm_max_rel_error", "<=", 1e-10, paper_value=0.0, source="correctness of the library's fp64 GEMM",
                     description="max relative error of the smallest fp64 GEMM against numpy",
-                    control=Control({"dtypes": "fp32"}, "an fp32 GEMM checked where fp64 is claimed: error ~1e-7"))]
-
-    def check_params(self, params: dict[str, Any]) -> None:
-        _int_list(params["gemm_sizes"], "gemm_sizes")
-        bad = [d for d in split_list(params["dtypes"]) if d.strip() not in DTYPES]
-        if bad or not params["dtypes"].strip():
-            raise UsageError(f"param dtypes={params['dtypes']!r}: use fp64, fp32 or fp64,fp32")
+                    control=Control({"dtypes": ["fp32"]}, "an fp32 GEMM checked where fp64 is claimed: error ~1e-7"))]
 
     def setup(self, ctx) -> None:
         import numba
@@ -65,11 +55,11 @@ class Roofline(Workload):
         p = ctx.params
         rng = np.random.default_rng(p["seed"])
         mats = {}
-        for dname in split_list(p["dtypes"]):
-            for n in _int_list(p["gemm_sizes"], "gemm_sizes"):
-                a = rng.standard_normal((n, n)).astype(DTYPES[dname.strip()])
-                b = rng.standard_normal((n, n)).astype(DTYPES[dname.strip()])
-                mats[(dname.strip(), n)] = (a, b, np.empty_like(a))
+        for dname in dict.fromkeys(p["dtypes"]):
+            for n in p["gemm_sizes"]:
+                a = rng.standard_normal((n, n)).astype(DTYPES[dname])
+                b = rng.standard_normal((n, n)).astype(DTYPES[dname])
+                mats[(dname, n)] = (a, b, np.empty_like(a))
         elems = p["triad_mib"] * 2**20 // 8
         arrays = (np.zeros(elems), np.full(elems, 1.0), np.full(elems, 2.0))
         numba.set_num_threads(max(1, min(ctx.threads, numba.config.NUMBA_NUM_THREADS)))

@@ -12,7 +12,7 @@ def plot_roofline(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathl
             and "peak_gflops_fp64" in r["metrics"]]
     if not mine:
         return None
-    from harness.plotting import draw_rooflines, pyplot, save_figure
+    from harness import draw_rooflines, pyplot, save_figure
 
     fig, ax = pyplot().subplots(figsize=(7, 5))
     ceilings = [(f"{r['backend']['requested'] or 'numpy'}, {r['launch']['threads']} thr",
