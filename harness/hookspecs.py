@@ -1,8 +1,14 @@
-"""Every hook of the `harness` plugin system, in one file.
+"""Every hook of the ``harness`` plugin system, in one file.
 
-Plugins are modules (or objects) registered through the entry-point group
-``harness.plugins``. They implement any subset of these hooks with
-``@harness.hookimpl``. Built-in plugins use the very same group.
+A plugin is a module (or object) registered under the entry-point group ``harness.plugins``
+(``[project.entry-points."harness.plugins"]`` in its ``pyproject.toml``). It implements any
+subset of these hooks, each marked ``@harness.hookimpl``. The built-in plugins use the very same
+group. The parent process (``harness run``, ``list``, ``info``, ...) loads every plugin; the
+worker that runs one case loads only the plugins of that case's workload and backend, on every
+rank. Keep module import cheap: import heavy frameworks inside ``setup``/``run``.
+
+A hook that raises is reported (``harness list`` shows it under plugin problems, or a warning
+after a run) and never stops the harness.
 """
 from __future__ import annotations
 
@@ -24,40 +30,73 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 def harness_workloads() -> list[Workload]:
-    """Return the workloads this plugin provides (instances of :class:`harness.Workload`).
+    """The workloads this plugin provides.
 
-    Names must be unique across all plugins; a duplicate is reported by
-    ``harness list`` and only the first one registered is used.
+    :return: instances (or subclasses) of :class:`harness.Workload`. Names must be Python
+        identifiers and unique across plugins; a duplicate is reported and the first one
+        registered is used. A workload that breaks the contract (no ``run``, a size setting an
+        undeclared param, a claim's control naming an undeclared param, a malformed
+        ``throughput``) is reported by ``harness list`` and left out.
+
+    Called in: the parent, whenever the registry is built; and the worker, on every rank, before
+    the case runs.
     """
 
 
 @hookspec
 def harness_backends() -> list[Backend]:
-    """Return the compute backends this plugin provides (instances of :class:`harness.Backend`)."""
+    """The compute backends this plugin provides.
+
+    :return: instances (or subclasses) of :class:`harness.Backend`; names unique across plugins.
+
+    Called in: the parent (availability, ``harness info``) and the worker, on every rank (the
+    requested backend's ``activate`` before ``setup``, ``verify`` after the last repeat).
+    """
 
 
 @hookspec
 def harness_hardware_profiles() -> list[pathlib.Path]:
-    """Return folders holding hardware profile TOML files (one node type per file)."""
+    """Folders holding hardware profile TOML files (one node type per file), so a plugin can
+    describe the machines it knows.
+
+    :return: existing folders; a missing one is reported.
+
+    Called in: the parent, when matching this machine to a profile (``harness run``, ``info``)
+    and in ``harness list profiles``. Workers receive the folders in their case spec
+    (``ctx.profile_dirs``).
+    """
 
 
 @hookspec
 def harness_suite_dirs() -> list[pathlib.Path]:
-    """Return folders holding suite TOML files, so a plugin can ship its own suites."""
+    """Folders holding suite TOML files, so a plugin can ship its own suites.
+
+    :return: existing folders; a suite is found by its file name without ``.toml``.
+
+    Called in: the parent, when ``--suite NAME`` is resolved and in ``harness list suites``.
+    """
 
 
 @hookspec
 def harness_case_finished(record: dict[str, Any]) -> None:
-    """Called in the parent process after each case's record is written.
+    """One case's record has been written: for exporters and live dashboards.
 
-    ``record`` is the validated record (a plain dict, see the record JSON Schema).
-    Use it for exporters or live dashboards; exceptions are reported, never fatal.
+    :param record: the record's JSON form, a plain dict valid against the record JSON Schema
+        (version 2; ``harness.results.record.Record.from_json`` turns it into the typed record).
+
+    Called in: the parent, once per case of ``harness run``, right after the record is appended
+    to ``OUT/results.jsonl``. Exceptions are reported as warnings.
     """
 
 
 @hookspec
 def harness_run_finished(records: list[dict[str, Any]], out_dir: pathlib.Path) -> None:
-    """Called once at the end of ``harness run`` with the ok records of the run (and, with
-    ``--resume``, the earlier ok ones). Use it for cross-case figures written into ``out_dir``
-    (e.g. a sweep plot); exceptions are reported, never fatal.
+    """``harness run`` has finished: for figures across the cases of a run (e.g. a sweep plot).
+
+    :param records: the JSON form of the run's ok records and, with ``--resume``, the earlier ok
+        records of the same results file (every workload's: filter by ``record["workload"]["name"]``).
+    :param out_dir: the run's ``--out`` folder, where such figures go.
+
+    Called in: the parent, once at the end of ``harness run`` (not after ``--dry-run``, not by
+    ``harness controls``). Exceptions are reported as warnings.
     """

@@ -1,11 +1,42 @@
-"""The README's example plugin, installed with pip, is found and runs with no change to the core."""
+"""Third-party plugins: the README's example (installed with pip, run, its controls run) and a copy of
+the example as it was written against contract version 1, which must keep working unchanged."""
+import ast
+import pathlib
+import re
+
 import pytest
 
-from conftest import EXAMPLE_PLUGIN, Harness, pip_install_target, read_jsonl
+from conftest import EXAMPLE_PLUGIN, ROOT, Harness, pip_install_target, read_jsonl
+
+COMPAT_PLUGIN = ROOT / "tests" / "fixtures" / "compat-plugin-v1"
+
+
+def _readme_blocks(lang: str) -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Writing a plugin", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"```{lang}\n(.*?)```", section, flags=re.S)
+
+
+def test_the_readme_guide_is_the_example_plugin_byte_for_byte() -> None:
+    (toml,) = _readme_blocks("toml")
+    (python,) = _readme_blocks("python")
+    assert toml == (EXAMPLE_PLUGIN / "pyproject.toml").read_text()
+    assert python == (EXAMPLE_PLUGIN / "harness_example" / "__init__.py").read_text()
+
+
+@pytest.mark.parametrize("plugin", [EXAMPLE_PLUGIN, COMPAT_PLUGIN], ids=["example", "compat-v1"])
+def test_plugins_import_only_the_public_contract(plugin: pathlib.Path) -> None:
+    for path in plugin.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("harness"):
+                assert node.module == "harness", f"{path}: imports from {node.module}"
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("harness.") for a in node.names), path
 
 
 @pytest.mark.slow
-def test_example_plugin_installs_lists_and_runs(tmp_path) -> None:
+@pytest.mark.mpi
+def test_example_plugin_installs_lists_runs_and_its_claim_fails_under_its_control(tmp_path) -> None:
     target = tmp_path / "site"
     pip_install_target(target, EXAMPLE_PLUGIN)
     cli = Harness([target])
@@ -17,5 +48,31 @@ def test_example_plugin_installs_lists_and_runs(tmp_path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     records = read_jsonl(out / "results.jsonl")
     assert [rec["status"] for rec in records] == ["ok", "ok"]
-    assert all(rec["claims"][0]["passed"] is True for rec in records)
+    assert all(rec["claims"][0]["status"] == "pass" and rec["claims"][0]["has_control"] for rec in records)
     assert records[1]["comm"]["ops"]["Allreduce"]["calls"] == 2 * records[1]["protocol"]["repeats"]
+    assert all(rec["workload"]["throughput"] == {"metric": "gflops", "unit": "GFLOP/s", "fraction_of_peak": None}
+               and rec["metrics"]["gflops"] > 0 for rec in records)
+    controls = cli("controls", "--workload", "example_matmul", "--out", str(tmp_path / "ctl"))
+    assert controls.returncode == 0, controls.stdout + controls.stderr
+    assert "1 of 1 claim(s) fail under their control" in controls.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_plugin_written_against_contract_v1_runs_unchanged(tmp_path) -> None:
+    target = tmp_path / "site"
+    pip_install_target(target, COMPAT_PLUGIN)
+    cli = Harness([target])
+    out = tmp_path / "res"
+    r = cli("run", "--workload", "example_matmul", "--size", "smoke", "--ranks", "1,2", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = read_jsonl(out / "results.jsonl")
+    assert [rec["status"] for rec in records] == ["ok", "ok"]
+    for rec in records:
+        (claim,) = rec["claims"]
+        assert claim["status"] == "pass" and claim["has_control"] is False and claim["passed"] is True
+        assert rec["workload"]["throughput"] is None
+    report = cli("report", str(out))
+    assert report.returncode == 0 and "pass (no control declared)" in report.stdout
+    controls = cli("controls", "--workload", "example_matmul", "--out", str(tmp_path / "ctl"))
+    assert controls.returncode == 0 and "1 claim(s) declare no control" in controls.stdout
