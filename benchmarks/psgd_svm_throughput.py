@@ -26,7 +26,7 @@ def main() -> None:
     from sklearn.linear_model import SGDClassifier
 
     from harness_plugins.psgd_svm.data import load
-    from harness_plugins.psgd_svm.pegasos import accuracy, sequential_train
+    from harness_plugins.psgd_svm.model import accuracy, sequential_train
 
     split = load("synthetic-ijcnn1", args.n, seed=0)
     x, y = split.x_train, split.y_train

@@ -8,8 +8,8 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 from harness_plugins.bragg_unet.integrate import integrate, relative_errors  # noqa: E402
-from harness_plugins.bragg_unet.simulate import INSTRUMENTS, simulate  # noqa: E402
-from harness_plugins.bragg_unet.unet import build, dice_iou  # noqa: E402
+from harness_plugins.bragg_unet.data import INSTRUMENTS, simulate  # noqa: E402
+from harness_plugins.bragg_unet.model import build, dice_iou  # noqa: E402
 
 
 def test_simulator_is_deterministic_and_masks_hold_the_fraction() -> None:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from conftest import read_jsonl
-from harness_plugins.email_transfer.corpus import INTENTS, emails
+from harness_plugins.email_transfer.data import INTENTS, emails
 from harness_plugins.email_transfer.embed import ppmi_svd, tokenize
 
 

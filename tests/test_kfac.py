@@ -1,5 +1,4 @@
 """kfac: the natural-gradient step against a direct computation, and the workload's sweep."""
-import numpy as np
 import pytest
 
 from conftest import read_jsonl

@@ -7,7 +7,7 @@ from harness.protocol.pmpi import build_hook
 
 pytest.importorskip("numba")
 from harness_plugins.psgd_svm.data import generate, load  # noqa: E402
-from harness_plugins.psgd_svm.pegasos import block_sequential_epoch, pegasos_block  # noqa: E402
+from harness_plugins.psgd_svm.model import block_sequential_epoch, pegasos_block  # noqa: E402
 
 
 def _loop_pegasos(x, y, w, eta, lam, t0=0):

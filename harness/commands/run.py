@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import os
 import pathlib
 import shutil
 import signal

@@ -1,6 +1,6 @@
 """Workload bragg_unet: 3D U-Net segmentation of Bragg peaks (Sullivan et al., ORNL, HPML 2019).
 
-Simulated peaks (simulate.py), a 3D U-Net trained with Dice + BCE, data-parallel over MPI ranks
+Simulated peaks (data.py), a 3D U-Net trained with Dice + BCE, data-parallel over MPI ranks
 with gradients averaged through ``ctx.comm``; held-out Dice and IoU; integration from the
 predicted mask against a classical spherical peak-minus-background integration; transfer
 learning from instrument A to instrument B with few boxes. One repeat trains from scratch.
@@ -61,7 +61,7 @@ class BraggUnet(Workload):
             raise UsageError(f"param box={params['box']} must be divisible by 2**depth={2 ** params['depth']}")
 
     def setup(self, ctx) -> None:
-        from harness_plugins.bragg_unet.simulate import INSTRUMENTS, features, simulate
+        from harness_plugins.bragg_unet.data import INSTRUMENTS, features, simulate
 
         p = ctx.params
         with ctx.phase("data"):
@@ -81,7 +81,7 @@ class BraggUnet(Workload):
         stay out of the first timed repeat, which is a whole training (no warmup repeats)."""
         import torch
 
-        from harness_plugins.bragg_unet.unet import build, dice_bce_loss
+        from harness_plugins.bragg_unet.model import build, dice_bce_loss
 
         if ctx.backend == "cuda":
             return  # the cuda path initialises its device in run()
@@ -99,7 +99,7 @@ class BraggUnet(Workload):
 
         from harness_plugins.bragg_unet.integrate import relative_errors
         from harness_plugins.bragg_unet.train import predict, train
-        from harness_plugins.bragg_unet.unet import build, dice_iou
+        from harness_plugins.bragg_unet.model import build, dice_iou
 
         torch.set_num_threads(max(1, ctx.threads))
         p, st = ctx.params, ctx.state
@@ -139,7 +139,7 @@ class BraggUnet(Workload):
 
     def teardown(self, ctx) -> None:
         if ctx.is_root and "example" in ctx.state:
-            from harness_plugins.bragg_unet.figure import box_figure
+            from harness_plugins.bragg_unet.plot import box_figure
             box_figure(*ctx.state["example"], ctx.artifact_dir / "bragg_box.png")
 
 

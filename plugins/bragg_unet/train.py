@@ -36,7 +36,7 @@ def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: 
     """``steps`` of Adam on global batches of ``batch`` boxes; returns throughput and agreement."""
     import torch
 
-    from harness_plugins.bragg_unet.unet import dice_bce_loss
+    from harness_plugins.bragg_unet.model import dice_bce_loss
 
     dev = next(model.parameters()).device
     opt = torch.optim.Adam(model.parameters(), lr=lr)

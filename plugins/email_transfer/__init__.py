@@ -3,7 +3,7 @@
 
 The paper: fine-tuning a pre-trained model beats feature-based approaches from about 300
 labelled emails on, and loses below. Offline analogue (docs/papers.md section 5; no pre-trained weights are
-downloaded): a synthetic four-intent email corpus (corpus.py), word vectors pre-trained on
+downloaded): a synthetic four-intent email corpus (data.py), word vectors pre-trained on
 unlabeled synthetic emails by PPMI + SVD (embed.py), then for each number of labels n: a
 logistic regression on the frozen mean vectors (feature-based) and a small network whose
 embedding starts from the same vectors and is trained end to end (fine-tuning), macro-F1 on a
@@ -59,7 +59,7 @@ class EmailTransfer(Workload):
     def setup(self, ctx) -> None:
         import torch
 
-        from harness_plugins.email_transfer.corpus import emails
+        from harness_plugins.email_transfer.data import emails
         from harness_plugins.email_transfer.embed import ppmi_svd, tokenize
 
         torch.set_num_threads(max(1, ctx.threads))
@@ -78,7 +78,7 @@ class EmailTransfer(Workload):
         import numpy as np
         from sklearn.metrics import f1_score
 
-        from harness_plugins.email_transfer.models import feature_based, fine_tune
+        from harness_plugins.email_transfer.model import feature_based, fine_tune
 
         p, st = ctx.params, ctx.state
         feat, tune = [], []
