@@ -94,7 +94,8 @@ def harness_run_finished(records: list[dict[str, Any]], out_dir: pathlib.Path) -
     """``harness run`` has finished: for figures across the cases of a run (e.g. a sweep plot).
 
     :param records: the JSON form of the run's ok records and, with ``--resume``, the earlier ok
-        records of the same results file (every workload's: filter by ``record["workload"]["name"]``).
+        records of the same results file: only those of this plugin's own workloads when it
+        provides any (a plugin with no workloads, such as an exporter, receives them all).
     :param out_dir: the run's ``--out`` folder, where such figures go.
 
     Called in: the parent, once at the end of ``harness run`` (not after ``--dry-run``, not by

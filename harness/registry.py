@@ -56,14 +56,17 @@ class Registry:
     def source(self, kind: str, name: str) -> str:
         return self.sources.get((kind, name), "?")
 
-    def _notify(self, hook: str, **kwargs: Any) -> list[Problem]:
-        """Call every implementation of a lifecycle hook; a failing one is reported, never fatal."""
+    def _notify(self, hook: str, per_plugin: Any = None, **kwargs: Any) -> list[Problem]:
+        """Call every implementation of a lifecycle hook; a failing one is reported, never fatal.
+
+        ``per_plugin(plugin_name)``, when given, returns extra keyword arguments for one plugin."""
         problems: list[Problem] = []
         if self.manager is None:
             return problems
         for impl in getattr(self.manager.hook, hook).get_hookimpls():
+            args = dict(kwargs, **(per_plugin(impl.plugin_name) if per_plugin else {}))
             try:
-                impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
+                impl.function(**{k: v for k, v in args.items() if k in impl.argnames})
             except Exception as exc:  # noqa: BLE001 - a reporter plugin must not stop a run
                 problems.append(Problem(impl.plugin_name, f"{hook} raised {exc!r}"))
         return problems
@@ -73,7 +76,14 @@ class Registry:
         return self._notify("harness_case_finished", record=record.to_json())
 
     def notify_run_finished(self, records: list[Record], out_dir: pathlib.Path) -> list[Problem]:
-        return self._notify("harness_run_finished", records=[r.to_json() for r in records], out_dir=out_dir)
+        """A plugin that provides workloads receives only their records; any other plugin (an
+        exporter, say) receives them all."""
+        own = {source for (kind, _), source in self.sources.items() if kind == "workload"}
+
+        def records_for(plugin: str) -> dict[str, Any]:
+            mine = [r for r in records if r.workload.source == plugin] if plugin in own else records
+            return {"records": [r.to_json() for r in mine]}
+        return self._notify("harness_run_finished", per_plugin=records_for, out_dir=out_dir)
 
 
 def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list[tuple[str, object]]:

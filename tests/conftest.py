@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from harness.results.record import BackendInfo, LaunchInfo, ProtocolInfo, Record, Stats, WorkloadInfo
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TESTPLUGIN = ROOT / "tests" / "fixtures" / "testplugin"
 EXAMPLE_PLUGIN = ROOT / "examples" / "harness-example-plugin"
@@ -57,3 +59,19 @@ def harness_cli(plugin_dir: pathlib.Path) -> Harness:
 
 def read_jsonl(path: pathlib.Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def make_record(**changes) -> Record:
+    """A small valid version-2 record; ``changes`` replace top-level fields."""
+    rec = Record(
+        id="0123456789abcdef", case_id="w[smoke]{}", run_id="r", created="2026-12-02T00:00:00+00:00",
+        status="ok", workload=WorkloadInfo("w", "t:w"), size="smoke", params={},
+        backend=BackendInfo(requested=None), launch=LaunchInfo("local", 1, 1, ["python"]),
+        protocol=ProtocolInfo(repeats=3, warmup=1, unstable_cov=0.1),
+        hardware={"arch": "x86_64", "cpu": {}}, software={"python": "3", "harness": "0", "packages": {}},
+        samples=[1.0, 1.0, 1.0],
+        stats=Stats(n=3, median=1.0, mean=1.0, std=0.0, min=1.0, max=1.0, iqr=0.0, ci95=[1.0, 1.0], cov=0.0,
+                    unstable=False))
+    for key, value in changes.items():
+        setattr(rec, key, value)
+    return rec

@@ -34,20 +34,26 @@ def test_plugins_import_only_the_public_contract(plugin: pathlib.Path) -> None:
                 assert not any(a.name.startswith("harness.") for a in node.names), path
 
 
-@pytest.mark.slow
-@pytest.mark.mpi
-def test_example_plugin_installs_lists_runs_and_its_claim_fails_under_its_control(tmp_path) -> None:
+def _install_and_run(plugin: pathlib.Path, tmp_path: pathlib.Path) -> tuple[Harness, pathlib.Path, list[dict]]:
+    """pip-install ``plugin`` into a private folder and run its workload at 1 and 2 ranks."""
     target = tmp_path / "site"
-    pip_install_target(target, EXAMPLE_PLUGIN)
+    pip_install_target(target, plugin)
     cli = Harness([target])
-    listed = cli("list", "workloads")
-    assert listed.returncode == 0
-    assert "example_matmul" in listed.stdout and "harness-example-plugin:example" in listed.stdout
     out = tmp_path / "res"
     r = cli("run", "--workload", "example_matmul", "--size", "smoke", "--ranks", "1,2", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     records = read_jsonl(out / "results.jsonl")
     assert [rec["status"] for rec in records] == ["ok", "ok"]
+    return cli, out, records
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_example_plugin_installs_lists_runs_and_its_claim_fails_under_its_control(tmp_path) -> None:
+    cli, out, records = _install_and_run(EXAMPLE_PLUGIN, tmp_path)
+    listed = cli("list", "workloads")
+    assert listed.returncode == 0
+    assert "example_matmul" in listed.stdout and "harness-example-plugin:example" in listed.stdout
     assert all(rec["claims"][0]["status"] == "pass" and rec["claims"][0]["has_control"] for rec in records)
     assert records[1]["comm"]["ops"]["Allreduce"]["calls"] == 2 * records[1]["protocol"]["repeats"]
     assert all(rec["workload"]["throughput"] == {"metric": "gflops", "unit": "GFLOP/s", "fraction_of_peak": None}
@@ -60,14 +66,7 @@ def test_example_plugin_installs_lists_runs_and_its_claim_fails_under_its_contro
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_a_plugin_written_against_contract_v1_runs_unchanged(tmp_path) -> None:
-    target = tmp_path / "site"
-    pip_install_target(target, COMPAT_PLUGIN)
-    cli = Harness([target])
-    out = tmp_path / "res"
-    r = cli("run", "--workload", "example_matmul", "--size", "smoke", "--ranks", "1,2", "--out", str(out))
-    assert r.returncode == 0, r.stdout + r.stderr
-    records = read_jsonl(out / "results.jsonl")
-    assert [rec["status"] for rec in records] == ["ok", "ok"]
+    cli, out, records = _install_and_run(COMPAT_PLUGIN, tmp_path)
     for rec in records:
         (claim,) = rec["claims"]
         assert claim["status"] == "pass" and claim["has_control"] is False and claim["passed"] is True

@@ -75,3 +75,37 @@ def test_did_you_mean() -> None:
         assert "did you mean 'good'" in str(exc)
     else:
         raise AssertionError("unknown name accepted")
+
+
+def test_run_finished_gives_a_workload_plugin_only_its_own_records(tmp_path) -> None:
+    from conftest import make_record
+    from harness import Workload, hookimpl
+    from harness.registry import build_registry
+    from harness.results.record import WorkloadInfo
+
+    seen: dict[str, list[str]] = {}
+
+    class Mine(Workload):
+        name = "mine"
+
+        def run(self, ctx):
+            return {}
+
+    class WorkloadPlugin:
+        @hookimpl
+        def harness_workloads(self):
+            return [Mine()]
+
+        @hookimpl
+        def harness_run_finished(self, records, out_dir):
+            seen["workload plugin"] = [r["workload"]["name"] for r in records]
+
+    class Exporter:
+        @hookimpl
+        def harness_run_finished(self, records, out_dir):
+            seen["exporter"] = [r["workload"]["name"] for r in records]
+
+    reg = build_registry(extra_plugins=[("wp", WorkloadPlugin()), ("ex", Exporter())], entry_points=False)
+    records = [make_record(workload=WorkloadInfo("mine", "wp")), make_record(workload=WorkloadInfo("other", "x"))]
+    assert reg.notify_run_finished(records, tmp_path) == []
+    assert seen == {"workload plugin": ["mine"], "exporter": ["mine", "other"]}

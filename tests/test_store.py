@@ -6,28 +6,12 @@ import pytest
 
 from harness.errors import UsageError
 from harness.claims import Claim
-from harness.results.record import (BackendInfo, LaunchInfo, ProtocolInfo, Record, Stats, WorkloadInfo,
-                                    upgrade_v1)
+from conftest import make_record
+from harness.results.record import upgrade_v1
 from harness.results.schema import schema_errors
 from harness.results.store import append_record, load_records, read_records
 
 FIXTURE_V1 = pathlib.Path(__file__).parent / "fixtures" / "records-v1.jsonl"
-
-def make_record(**changes) -> Record:
-    """A small valid version-2 record; ``changes`` replace top-level fields."""
-    rec = Record(
-        id="0123456789abcdef", case_id="w[smoke]{}", run_id="r", created="2026-12-02T00:00:00+00:00",
-        status="ok", workload=WorkloadInfo("w", "t:w"), size="smoke", params={},
-        backend=BackendInfo(requested=None), launch=LaunchInfo("local", 1, 1, ["python"]),
-        protocol=ProtocolInfo(repeats=3, warmup=1, unstable_cov=0.1),
-        hardware={"arch": "x86_64", "cpu": {}}, software={"python": "3", "harness": "0", "packages": {}},
-        samples=[1.0, 1.0, 1.0],
-        stats=Stats(n=3, median=1.0, mean=1.0, std=0.0, min=1.0, max=1.0, iqr=0.0, ci95=[1.0, 1.0], cov=0.0,
-                    unstable=False))
-    for key, value in changes.items():
-        setattr(rec, key, value)
-    return rec
-
 
 RECORD = make_record()
 

@@ -18,11 +18,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
+def _table(title: str, *columns: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    return t
+
+
 def _workloads() -> Table:
     reg = registry()
-    t = Table(title="workloads", title_justify="left")
-    for col in ("name", "source", "paper", "frameworks", "sizes", "params"):
-        t.add_column(col, overflow="fold")
+    t = _table("workloads", "name", "source", "paper", "frameworks", "sizes", "params")
     for name, w in sorted(reg.workloads.items()):
         params = ", ".join(f"{k}:{p.describe()}" for k, p in w.params.items())
         t.add_row(name, reg.source("workload", name), w.paper, ",".join(w.frameworks),
@@ -32,9 +37,8 @@ def _workloads() -> Table:
 
 def _claims() -> Table:
     reg = registry()
-    t = Table(title="claims (each should fail under its control: `harness controls` checks)", title_justify="left")
-    for col in ("workload", "claim", "paper value", "applies when", "source", "control"):
-        t.add_column(col, overflow="fold")
+    t = _table("claims (each should fail under its control: `harness controls` checks)",
+               "workload", "claim", "paper value", "applies when", "source", "control")
     for name, w in sorted(reg.workloads.items()):
         for c in w.claims:
             when = ", ".join(f"{k} {op} {v}" for k, (op, v) in (c.when or {}).items())
@@ -50,9 +54,7 @@ def _claims() -> Table:
 
 def _backends() -> Table:
     reg = registry()
-    t = Table(title="backends", title_justify="left")
-    for col in ("name", "source", "available", "drives", "reason"):
-        t.add_column(col, overflow="fold")
+    t = _table("backends", "name", "source", "available", "drives", "reason")
     for name, b in sorted(reg.backends.items()):
         ok, why = b.available()
         t.add_row(name, reg.source("backend", name), "yes" if ok else "no",
@@ -61,9 +63,7 @@ def _backends() -> Table:
 
 
 def _suites() -> Table:
-    t = Table(title="suites", title_justify="left")
-    for col in ("name", "path", "description"):
-        t.add_column(col, overflow="fold")
+    t = _table("suites", "name", "path", "description")
     for d in registry().suite_dirs:
         for path in sorted(d.glob("*.toml")):
             try:
@@ -76,9 +76,7 @@ def _suites() -> Table:
 
 def _profiles() -> tuple[Table, list]:
     found, problems = profiles()
-    t = Table(title="hardware profiles", title_justify="left")
-    for col in ("name", "path", "description"):
-        t.add_column(col, overflow="fold")
+    t = _table("hardware profiles", "name", "path", "description")
     for name, p in sorted(found.items()):
         t.add_row(name, str(p.path), p.description)
     return t, problems
