@@ -58,7 +58,10 @@ def test_roofline_backends_side_by_side_then_info_shows_the_ceilings(harness_cli
     assert set(ceilings) == set(ran)
     for backend, rec in ran.items():
         assert ceilings[backend]["threads"] == 1
-        assert ceilings[backend]["peak_gflops_fp64"] == round(rec["metrics"]["peak_gflops_fp64"], 2)
+        assert ceilings[backend]["ceilings"]["peak_gflops_fp64"] == round(rec["metrics"]["peak_gflops_fp64"], 2)
+        assert ceilings[backend]["units"]["triad_gbs"] == "GB/s" and ceilings[backend]["workload"] == "roofline"
+    table = harness_cli("info", "--results", str(tmp_path))
+    assert "peak_gflops_fp64 (GFLOP/s)" in table.stdout.replace("\n", "")
 
 
 @pytest.mark.slow

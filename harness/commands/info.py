@@ -40,8 +40,8 @@ def measured_ceilings(paths: list[str], fp: dict) -> list[dict[str, object]]:
         if key not in latest or r.created > latest[key].created:
             latest[key] = r
     return [{"workload": w, "backend": b, "library": r.backend.library.split(" (")[0][:48], "threads": t,
-             "ceilings": {f"{m} ({unit})": round(v, 2) for m, unit in r.workload.ceilings.items()
-                          if (v := r.number(m)) is not None},
+             "ceilings": {m: round(v, 2) for m in r.workload.ceilings if (v := r.number(m)) is not None},
+             "units": dict(r.workload.ceilings),
              "measured": r.created}
             for (w, b, t), r in sorted(latest.items())]
 
@@ -124,7 +124,8 @@ def main(args: argparse.Namespace) -> int:
         c = Table(title=f"measured ceilings on this machine (records in {', '.join(paths)})",
                   title_justify="left")
         names = list(dict.fromkeys(n for row in ceilings for n in row["ceilings"]))
-        for col in ["workload", "backend", "library", "threads", *names, "measured"]:
+        units = {n: u for row in ceilings for n, u in row["units"].items()}
+        for col in ["workload", "backend", "library", "threads", *(f"{n} ({units[n]})" for n in names), "measured"]:
             c.add_column(col, overflow="fold")
         for row in ceilings:
             c.add_row(row["workload"], row["backend"], row["library"], str(row["threads"]),
