@@ -61,7 +61,8 @@ def test_roofline_backends_side_by_side_then_info_shows_the_ceilings(harness_cli
         assert ceilings[backend]["ceilings"]["peak_gflops_fp64"] == round(rec["metrics"]["peak_gflops_fp64"], 2)
         assert ceilings[backend]["units"]["triad_gbs"] == "GB/s" and ceilings[backend]["workload"] == "roofline"
     table = harness_cli("info", "--results", str(tmp_path))
-    assert "peak_gflops_fp64 (GFLOP/s)" in table.stdout.replace("\n", "")
+    assert "measured ceilings on this machine" in table.stdout
+    assert all(str(round(rec["metrics"]["triad_gbs"], 2)) in table.stdout for rec in ran.values())
 
 
 @pytest.mark.slow

@@ -109,3 +109,14 @@ def test_run_finished_gives_a_workload_plugin_only_its_own_records(tmp_path) -> 
     records = [make_record(workload=WorkloadInfo("mine", "wp")), make_record(workload=WorkloadInfo("other", "x"))]
     assert reg.notify_run_finished(records, tmp_path) == []
     assert seen == {"workload plugin": ["mine"], "exporter": ["mine", "other"]}
+
+
+def test_every_builtin_workload_declares_its_throughput() -> None:
+    from harness.registry import build_registry
+
+    reg = build_registry()
+    builtin = [w for n, w in reg.workloads.items() if reg.source("workload", n).startswith("hpml-harness:")]
+    assert len(builtin) == 8
+    assert all(w.throughput and w.throughput[0] and w.throughput[1] for w in builtin), \
+        [w.name for w in builtin if not w.throughput]
+    assert reg.workload("bragg_unet").throughput[0] == "train_boxes_per_s"

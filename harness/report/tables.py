@@ -40,7 +40,7 @@ def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
                 f"{r.ranks}x{r.threads}", r.status + (" (unstable)" if r.unstable else "")
                 + (f" ({r.control} of a control)" if r.control else ""),
                 _num(r.median_s), ci,
-                (_num(r.throughput) + f" {r.throughput_unit}") if r.throughput_unit else "",
+                f"{_num(r.throughput)} {r.throughput_unit}" if _num(r.throughput) else "",
                 _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%"),
                 _num(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
                 _num(r.comm_imbalance, "{:.3f}"),
