@@ -139,3 +139,18 @@ def test_backend_that_does_not_verify_fails_the_case(harness_cli, tmp_path) -> N
     rec = read_jsonl(tmp_path / "results.jsonl")[-1]
     assert rec["backend"]["verified"] is True and rec["backend"]["library"] == "honest-lib 1.0"
     assert rec["backend"]["environment"]["TEST_BACKEND"] == "honest"
+
+
+@pytest.mark.mpi
+def test_dry_run_prints_the_command_the_real_run_records(harness_cli, tmp_path) -> None:
+    import shlex
+
+    args = ("run", "--workload", "probe", "--ranks", "2", "--repeats", "1", "--out", str(tmp_path))
+    dry = harness_cli(*args, "--dry-run")
+    assert dry.returncode == 0
+    line = next(ln for ln in dry.stdout.splitlines() if "harness.worker" in ln).split()
+    dry_argv = shlex.split(" ".join(w for w in line if "=" not in w or w.startswith("-")))
+    assert harness_cli(*args).returncode == 0
+    (rec,) = read_jsonl(tmp_path / "results.jsonl")
+    real = rec["launch"]["command"]
+    assert dry_argv[:-1] == real[:-1] and dry_argv[-1] == "SPEC.json" and real[-1].endswith("spec.json")
