@@ -17,13 +17,9 @@ from harness.results.store import read_records
 
 REGISTRY = build_registry()
 BUILTIN = sorted(n for n in REGISTRY.workloads if REGISTRY.source("workload", n).startswith("hpml-harness:"))
-# Known not to fail under their control today, each with the issue that fixes it. strict: once the
-# claim does fail under its control, the xfail turns into a test failure and the entry must go.
-KNOWN_UNCAUGHT = {
-    ("psgd_svm", "accuracy_gap >= -0.01"):
-        "issue 12: with schedule=epoch both models stay near chance (50%) at size smoke, so inverted "
-        "labels change nothing; the accuracy claim cannot fail until the default schedule trains",
-}
+# Claims known not to fail under their control, each with the issue that fixes it (strict xfail:
+# once the claim does fail under its control, the entry must go). None today.
+KNOWN_UNCAUGHT: dict[tuple[str, str], str] = {}
 MARKS = {
     "psgd_svm": [pytest.mark.mpi], "roofline": [],
     "dpmm": [pytest.mark.mpi, pytest.mark.slow],

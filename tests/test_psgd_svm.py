@@ -19,6 +19,8 @@ def _loop_pegasos(x, y, w, eta, lam, t0=0):
             w = (1 - eta * lam) * w + eta * y[j] * x[j]
         else:
             w = (1 - eta * lam) * w
+        if t0:  # Pegasos's projection onto the ball of radius 1/sqrt(lambda)
+            w = w * min(1.0, (1.0 / np.sqrt(lam)) / np.linalg.norm(w))
     return w
 
 
@@ -114,3 +116,32 @@ def test_malformed_libsvm_file_is_bad_input(harness_cli, tmp_path) -> None:
     bad.write_text("1 1:0.5 2:1\n-1 1:0.2\n+1 1:x 2:1\n")
     r = harness_cli("run", "--workload", "psgd_svm", "--param", f"dataset={bad}", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "first bad line: 3" in r.stderr
+
+
+@pytest.mark.mpi
+def test_real_libsvm_files_reach_linearsvc_never_diverge_and_the_stop_rule_fires(harness_cli, tmp_path) -> None:
+    """scikit-learn's breast cancer (raw, as a LIBSVM file) and wine classes 0/1, at the defaults (size
+    smoke for time), 1 and 2 ranks, msf from 1 to beyond the shard size: within 3 points of LinearSVC."""
+    from sklearn.datasets import dump_svmlight_file, load_breast_cancer, load_wine
+
+    x, y = load_breast_cancer(return_X_y=True)
+    dump_svmlight_file(x, y, str(tmp_path / "bc.libsvm"))
+    x, y = load_wine(return_X_y=True)
+    dump_svmlight_file(x[y < 2], y[y < 2], str(tmp_path / "wine01.libsvm"))
+    out = tmp_path / "res"
+    for name in ("bc", "wine01"):
+        r = harness_cli("run", "--workload", "psgd_svm", "--size", "smoke", "--param", f"dataset={tmp_path / name}.libsvm",
+                        "--param", "msf=1,16,100000", "--ranks", "1,2", "--repeats", "1", "--warmup", "0",
+                        "--param", "max_epochs=200", "--out", str(out))
+        assert r.returncode == 0, r.stdout + r.stderr
+    records = read_jsonl(out / "results.jsonl")
+    assert len(records) == 12
+    for rec in records:
+        m = rec["metrics"]
+        assert m["final_cost"] < 10.0, rec["params"]                  # no divergence, whatever msf
+        assert m["epochs"] < 200, rec["params"]                       # the stopping rule fired
+        if "bc.libsvm" in rec["params"]["dataset"]:                   # 114 test rows
+            assert m["accuracy"] >= m["reference_accuracy"] - 0.03, (rec["params"], m)
+            assert next(c for c in rec["claims"] if c["metric"] == "accuracy_vs_reference")["status"] == "pass"
+        else:                                                         # 26 test rows: one row is 3.8 points
+            assert m["accuracy"] >= 0.75, (rec["params"], m)

@@ -19,10 +19,13 @@ def pegasos_block(x: np.ndarray, y: np.ndarray, w: np.ndarray, start: int, stop:
 
     ``t0 == 0``: the reference's schedule, one ``eta`` for the whole block (per epoch).
     ``t0 > 0``: the original Pegasos schedule, eta = 1/(lambda t) with t = t0, t0+1, ...
-    counting the samples this rank has processed.
+    counting the samples this rank has processed, with Pegasos's projection of w onto the ball
+    of radius 1/sqrt(lambda) after each step (it holds the optimum, and keeps the first, huge
+    steps from blowing up an average of models).
     """
     shrink = 1.0 - eta * lam
     d = w.shape[0]
+    radius = 1.0 / np.sqrt(lam)
     for j in range(start, stop):
         if t0 > 0:
             eta = 1.0 / (lam * (t0 + j - start))
@@ -37,6 +40,14 @@ def pegasos_block(x: np.ndarray, y: np.ndarray, w: np.ndarray, start: int, stop:
         else:
             for k in range(d):
                 w[k] = shrink * w[k]
+        if t0 > 0:
+            norm = 0.0
+            for k in range(d):
+                norm += w[k] * w[k]
+            norm = np.sqrt(norm)
+            if norm > radius:
+                for k in range(d):
+                    w[k] *= radius / norm
 
 
 def cost(w: np.ndarray, x_last: np.ndarray, y_last: float, lam: float) -> float:

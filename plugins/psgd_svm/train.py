@@ -15,15 +15,32 @@ def prepare(ctx) -> None:
     from harness_plugins.psgd_svm.model import pegasos_block
 
     p = ctx.params
-    split = load(p["dataset"], p["n_samples"], p["seed"])
+    split = load(p["dataset"], p["n_samples"], p["seed"], p["standardize"])
     n_local = len(split.y_train) // ctx.nranks  # the reference drops the remainder rows
     rows = slice(ctx.rank * n_local, (ctx.rank + 1) * n_local)
     y_rows = -split.y_train[rows] if p["flip_labels"] else split.y_train[rows]
     ctx.state.update(split=split, x=np.ascontiguousarray(split.x_train[rows]),
                      y=np.ascontiguousarray(y_rows), n_local=n_local,
                      sequential_accuracy={})
+    if ctx.is_root:
+        ctx.state["reference"] = reference_accuracy(split, p["lam"])
     d = split.x_train.shape[1]
     pegasos_block(np.zeros((1, d)), np.ones(1), np.zeros(d), 0, 1, 1.0, 0.1)  # compile outside timing
+
+
+def reference_accuracy(split, lam: float) -> float:
+    """Test accuracy of a converged linear SVM on the same objective: scikit-learn's LinearSVC with
+    the hinge loss, C = 1/(lambda n) and no intercept (Pegasos minimises lambda/2 |w|^2 + mean hinge)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import LinearSVC
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svm = LinearSVC(loss="hinge", C=1.0 / (lam * len(split.y_train)), fit_intercept=False,
+                        dual=True, max_iter=20000).fit(split.x_train, split.y_train)
+    return float((svm.predict(split.x_test) == split.y_test).mean())
 
 
 def _start(ctx) -> np.ndarray:
@@ -52,7 +69,7 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
         w = _start(ctx)
         below, epoch = 0, 0
         buf = np.empty_like(w)
-        cost_in, cost_out = np.empty(1), np.empty(1)
+        cost_in, cost_out = np.zeros(1), np.zeros(1)
         per_sample = p["schedule"] == "pegasos"
         while epoch < p["max_epochs"] and below < p["patience"]:
             epoch += 1
@@ -101,6 +118,8 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
         "accuracy": acc,
         "sequential_accuracy": seq_acc,
         "accuracy_gap": acc - seq_acc,
+        "reference_accuracy": s.get("reference"),
+        "accuracy_vs_reference": acc - s["reference"] if "reference" in s else None,
         "epochs": epoch,
         "final_cost": float(cost_in[0]),
         "train_s": train_s,
