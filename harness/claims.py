@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Status = Literal["pass", "fail", "not_evaluated", "not_applicable"]
@@ -33,7 +33,8 @@ RELATIVE_TRANSFORMS = {
 }
 
 
-def _number(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
+    """``value`` as a float when it is a real, non-NaN number (not a bool), else None."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
         return None
     return float(value)
@@ -140,12 +141,12 @@ class Claim:
         return verdict
 
     def _judge(self, metrics: dict[str, Any], baseline: dict[str, Any] | None) -> ClaimVerdict:
-        value = _number(metrics.get(self.metric))
+        value = as_number(metrics.get(self.metric))
         if value is None:
             return self._verdict("not_evaluated", f"metric {self.metric!r} was not reported by this case")
         measured, base = value, None
         if self.relative_to is not None:
-            base = _number((baseline or {}).get(self.metric))
+            base = as_number((baseline or {}).get(self.metric))
             if base is None or base == 0 or (self.transform == "speedup" and value == 0):
                 spec = ", ".join(f"{k}={v}" for k, v in self.relative_to.items())
                 return self._verdict("not_evaluated", f"no usable baseline case with {spec} in this run: "
@@ -220,14 +221,10 @@ def claim_counts(verdicts: Iterable[ClaimVerdict]) -> dict[Status, int]:
     return counts
 
 
-def summarize_claims(verdicts: Iterable[ClaimVerdict], applicable_only: bool = False) -> str:
-    """One line for tables and progress: ``2 pass, 1 fail, 1 not evaluated`` ('' when none).
-
-    ``applicable_only`` leaves out the not-applicable count (a case a claim does not speak about)."""
-    counts = claim_counts(verdicts)
+def summarize_claims(verdicts: Iterable[ClaimVerdict]) -> str:
+    """One line for tables and progress: ``2 pass, 1 fail, 1 not evaluated`` ('' when none)."""
     names = {"pass": "pass", "fail": "fail", "not_evaluated": "not evaluated", "not_applicable": "not applicable"}
-    return ", ".join(f"{n} {names[s]}" for s, n in counts.items()
-                     if n and not (applicable_only and s == "not_applicable"))
+    return ", ".join(f"{n} {names[s]}" for s, n in claim_counts(verdicts).items() if n)
 
 
 @dataclass
@@ -239,7 +236,6 @@ class ControlOutcome:
     why: str
     verdict: ClaimVerdict | None = None
     problem: str = ""                 # the control or baseline case did not run ok: why
-    cases: list[str] = field(default_factory=list)
 
     @property
     def caught(self) -> bool:

@@ -97,8 +97,7 @@ def cases_in_order(plans: list[ControlPlan]) -> list[tuple[Case, ControlRole]]:
 def judge(plan: ControlPlan, records: dict[str, Record]) -> ControlOutcome:
     """The claim's verdict on its control case, given the run's records by case id."""
     why = plan.claim.control.why if plan.claim.control else ""
-    outcome = ControlOutcome(plan.workload, plan.claim.text, why,
-                             cases=[c.label for c in (plan.baseline, plan.case) if c is not None])
+    outcome = ControlOutcome(plan.workload, plan.claim.text, why)
     for case, role in ((plan.case, "control"), (plan.baseline, "baseline")):
         if case is None:
             continue

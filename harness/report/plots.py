@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.claims import as_number
 from harness.plotting import pyplot as _plt
 
 
@@ -87,11 +88,8 @@ def phases_figure(group: pd.DataFrame, workload: str) -> bytes | None:
 def roofline_ceilings(ceilings: dict[str, str], metrics: dict[str, Any]) -> tuple[float, float] | None:
     """(GFLOP/s, GB/s) of a record's first declared compute and bandwidth ceilings, or None."""
     def first(unit: str) -> float | None:
-        for metric, u in ceilings.items():
-            value = metrics.get(metric)
-            if u == unit and isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value)
-        return None
+        return next((v for metric, u in ceilings.items()
+                     if u == unit and (v := as_number(metrics.get(metric))) is not None), None)
     peak, bandwidth = first("GFLOP/s"), first("GB/s")
     return (peak, bandwidth) if peak and bandwidth else None
 

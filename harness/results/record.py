@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.claims import ClaimVerdict
+from harness.claims import ClaimVerdict, as_number
 
 SCHEMA_ID = "hpml-harness/record"
 SCHEMA_VERSION = 2
@@ -182,11 +182,6 @@ class Record:
             return str(self.profile["name"])
         return f"{(self.hardware.get('cpu') or {}).get('model', '?')} @ {self.hardware.get('hostname', '?')}"
 
-    @property
-    def judged_params(self) -> dict[str, Any]:
-        """The params claims are judged on: the workload's params plus ``ranks`` and ``threads``."""
-        return {**self.params, "ranks": self.launch.ranks, "threads": self.launch.threads}
-
     def throughput(self) -> tuple[float | None, str]:
         """(value, unit) of the workload's declared headline metric, or (None, '')."""
         tp = self.workload.throughput
@@ -201,10 +196,7 @@ class Record:
 
     def number(self, metric: str) -> float | None:
         """A numeric metric, or None when missing or not a number."""
-        value = self.metrics.get(metric)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        return None
+        return as_number(self.metrics.get(metric))
 
     # -- JSON --------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
