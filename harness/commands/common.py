@@ -5,6 +5,7 @@ import functools
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 from harness.hardware.fingerprint import fingerprint
 from harness.hardware.profiles import Profile, load_profiles, match_profile
@@ -33,6 +34,14 @@ def machine() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     found, _ = profiles()
     match = match_profile(fp, found)
     return fp, match, (found[match["name"]].data if match["name"] else {})
+
+
+def table(title: str, *columns: str) -> Table:
+    """A left-titled rich table whose columns fold long cells."""
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    return t
 
 
 def warn_problems(problems: list[Problem]) -> None:

@@ -6,10 +6,9 @@ import datetime as _dt
 import uuid
 
 from rich.markup import escape
-from rich.table import Table
 
 from harness.claims import ControlOutcome
-from harness.commands.common import console, err_console, machine, registry, warn_problems
+from harness.commands.common import console, err_console, machine, registry, table, warn_problems
 from harness.commands.run import prepare_out
 from harness.controls import cases_in_order, judge, plan_controls
 from harness.errors import UsageError
@@ -92,12 +91,11 @@ def main(args: argparse.Namespace) -> int:
                       f"{record.duration_s:.1f}s {escape(record.reason.splitlines()[0][:120] if record.reason else '')}",
                       soft_wrap=True, highlight=False)
     results = [outcomes[j] for j in range(len(plans)) if j in outcomes] + undeclared
-    table = Table(title="claims under their controls", title_justify="left")
-    for col in ("workload", "claim", "control", "verdict", "measured", "result"):
-        table.add_column(col, overflow="fold")
+    outcomes_table = table("claims under their controls", "workload", "claim", "control", "verdict",
+                           "measured", "result")
     for o in results:
-        table.add_row(*map(escape, _outcome_row(o)))
-    console.print(table)
+        outcomes_table.add_row(*map(escape, _outcome_row(o)))
+    console.print(outcomes_table)
     caught = sum(o.caught for o in results)
     bad = [o for o in results if not o.caught and (o.verdict is not None or o.problem != "no control declared")]
     console.print(f"controls: {caught} of {len(plans)} claim(s) fail under their control"

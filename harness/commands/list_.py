@@ -5,7 +5,7 @@ import argparse
 
 from rich.table import Table
 
-from harness.commands.common import console, profiles, registry
+from harness.commands.common import console, profiles, registry, table
 from harness.plan import read_suite
 from harness.errors import UsageError
 
@@ -18,16 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def _table(title: str, *columns: str) -> Table:
-    t = Table(title=title, title_justify="left")
-    for col in columns:
-        t.add_column(col, overflow="fold")
-    return t
-
-
 def _workloads() -> Table:
     reg = registry()
-    t = _table("workloads", "name", "source", "paper", "frameworks", "sizes", "params")
+    t = table("workloads", "name", "source", "paper", "frameworks", "sizes", "params")
     for name, w in sorted(reg.workloads.items()):
         params = ", ".join(f"{k}:{p.describe()}" for k, p in w.params.items())
         t.add_row(name, reg.source("workload", name), w.paper, ",".join(w.frameworks),
@@ -37,7 +30,7 @@ def _workloads() -> Table:
 
 def _claims() -> Table:
     reg = registry()
-    t = _table("claims (each should fail under its control: `harness controls` checks)",
+    t = table("claims (each should fail under its control: `harness controls` checks)",
                "workload", "claim", "paper value", "applies when", "source", "control")
     for name, w in sorted(reg.workloads.items()):
         for c in w.claims:
@@ -54,7 +47,7 @@ def _claims() -> Table:
 
 def _backends() -> Table:
     reg = registry()
-    t = _table("backends", "name", "source", "available", "drives", "reason")
+    t = table("backends", "name", "source", "available", "drives", "reason")
     for name, b in sorted(reg.backends.items()):
         ok, why = b.available()
         t.add_row(name, reg.source("backend", name), "yes" if ok else "no",
@@ -63,7 +56,7 @@ def _backends() -> Table:
 
 
 def _suites() -> Table:
-    t = _table("suites", "name", "path", "description")
+    t = table("suites", "name", "path", "description")
     for d in registry().suite_dirs:
         for path in sorted(d.glob("*.toml")):
             try:
@@ -76,7 +69,7 @@ def _suites() -> Table:
 
 def _profiles() -> tuple[Table, list]:
     found, problems = profiles()
-    t = _table("hardware profiles", "name", "path", "description")
+    t = table("hardware profiles", "name", "path", "description")
     for name, p in sorted(found.items()):
         t.add_row(name, str(p.path), p.description)
     return t, problems
