@@ -59,7 +59,7 @@ class RunIndex:
             self.add(r)
 
     def add(self, record: Record) -> None:
-        if record.ok:
+        if record.ok and not record.launch.oversubscribed:   # time-sliced figures judge nothing
             self._ok.append(record)
 
     @property

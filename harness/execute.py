@@ -27,6 +27,7 @@ from harness.protocol.pmpi import ready_hook
 from harness.protocol.stats import UNSTABLE_COV, summarize
 from harness.provenance import numerics_environment, software
 from harness.registry import Registry
+from harness.hardware.fingerprint import usable_cpus
 from harness.results.record import (BackendInfo, CommSummary, LaunchInfo, PhaseStats, ProtocolInfo, Record,
                                     Stats, Throughput, WorkloadInfo)
 
@@ -47,6 +48,7 @@ class Session:
     index: RunIndex = field(default_factory=RunIndex)            # ok records, for relative claims
     profile_data: dict[str, Any] = field(default_factory=dict)   # the matched profile's TOML, for workloads
     launcher: Launcher = field(default_factory=Launcher)
+    oversubscribe: bool = False   # run cases that need more CPUs than usable (claims not evaluated)
     _pmpi: tuple[str | None, str] | None = None                    # (hook path, why none), built once
 
     def allreduce_hook(self) -> tuple[str | None, str]:
@@ -102,8 +104,19 @@ def _load() -> list[float]:
         return []
 
 
-def skip_reason(case: Case, registry: Registry, launcher: Launcher) -> str | None:
-    """Why ``case`` cannot run here, decided in the parent, or None."""
+def oversubscription(case: Case, launcher: Launcher) -> str:
+    """Why ``case`` would time-slice this machine's CPUs ('' when it fits, or when the launcher
+    places ranks elsewhere: srun asks Slurm for the CPUs)."""
+    need, usable = case.ranks * case.threads, usable_cpus()
+    if launcher.kind != "mpiexec" or need <= usable:
+        return ""
+    return f"oversubscribed: {case.ranks} rank(s) x {case.threads} thread(s) need {need} CPUs, {usable} usable here"
+
+
+
+def skip_reason(case: Case, registry: Registry, launcher: Launcher, oversubscribe: bool = False) -> str | None:
+    """Why ``case`` cannot run here, decided in the parent, or None. A case that would
+    oversubscribe the CPUs is skipped unless ``oversubscribe``."""
     workload = registry.workload(case.workload)
     if case.backend is not None:
         backend = registry.backend(case.backend)
@@ -116,6 +129,10 @@ def skip_reason(case: Case, registry: Registry, launcher: Launcher) -> str | Non
     why = launcher.skip_reason(case.ranks)
     if why:
         return why
+    crowded = oversubscription(case, launcher)
+    if crowded and not oversubscribe:
+        return (f"{crowded}: skipped, since time-sliced ranks make its timings and claims meaningless; "
+                "--oversubscribe runs it anyway (its claims are then not evaluated)")
     return workload.skip_reason(case.params, case.ranks)
 
 
@@ -177,10 +194,11 @@ def execute(case: Case, session: Session) -> Record:
     """Run ``case`` and return its record (not yet written)."""
     record = base_record(case, session)
     t_start = time.perf_counter()
-    why = skip_reason(case, session.registry, session.launcher)
+    why = skip_reason(case, session.registry, session.launcher, session.oversubscribe)
     if why:
         record.reason = why
         return record
+    record.launch.oversubscribed = oversubscription(case, session.launcher)
 
     reg = session.registry
     files = CaseFiles(session.work_dir / f"{uuid.uuid4().hex[:8]}-{_slug(case.label)}")
@@ -235,6 +253,11 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
     record.backend.verified = v.ok if case.backend else None
     record.backend.library, record.backend.evidence, record.backend.warnings = v.library, v.evidence, v.warnings
     record.claims = session.index.verdicts(case, session.registry.workload(case.workload), record.metrics)
+    if record.launch.oversubscribed:
+        for verdict in record.claims:
+            if verdict.status in ("pass", "fail"):
+                verdict.status, verdict.reason = "not_evaluated", record.launch.oversubscribed
+                verdict.measured = verdict.value = verdict.baseline_value = None
     if case.backend and not (v.ok and all(result.verification_per_rank_ok)):
         record.status = "failed"
         record.reason = f"backend {case.backend!r} verification failed: {v.reason or 'see evidence'}"

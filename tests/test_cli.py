@@ -154,3 +154,25 @@ def test_dry_run_prints_the_command_the_real_run_records(harness_cli, tmp_path) 
     (rec,) = read_jsonl(tmp_path / "results.jsonl")
     real = rec["launch"]["command"]
     assert dry_argv[:-1] == real[:-1] and dry_argv[-1] == "SPEC.json" and real[-1].endswith("spec.json")
+
+
+def test_oversubscribed_case_is_skipped_or_run_marked_without_claims(harness_cli, tmp_path) -> None:
+    """ranks x threads above the usable CPUs: skipped with the reason and the flag to use; with
+    --oversubscribe it runs, the record says so, and its claims are not evaluated."""
+    too_many = str(len(os.sched_getaffinity(0)) + 1)
+    r = harness_cli("run", "--workload", "probe", "--ranks", "1", "--threads", too_many, "--repeats", "3",
+                    "--out", str(tmp_path / "a"))
+    assert r.returncode == 2 and "oversubscribed" in r.stderr and "--oversubscribe" in r.stderr
+    [skipped] = read_jsonl(tmp_path / "a" / "results.jsonl")
+    assert skipped["status"] == "skipped" and "oversubscribed: 1 rank(s) x" in skipped["reason"]
+
+    r = harness_cli("run", "--workload", "probe", "--ranks", "1", "--threads", f"1,{too_many}", "--repeats", "3",
+                    "--oversubscribe", "--out", str(tmp_path / "b"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    fits, crowded = read_jsonl(tmp_path / "b" / "results.jsonl")
+    assert fits["launch"]["oversubscribed"] == "" and crowded["status"] == "ok"
+    assert f"need {too_many} CPUs" in crowded["launch"]["oversubscribed"]
+    assert {c["status"] for c in fits["claims"]} >= {"pass", "fail"}
+    assert {c["status"] for c in crowded["claims"]} <= {"not_evaluated", "not_applicable"}
+    assert all(c["measured"] is None for c in crowded["claims"])
+    assert schema_errors(crowded) == []

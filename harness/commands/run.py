@@ -64,6 +64,9 @@ def add_case_options(p: argparse.ArgumentParser) -> None:
                    help="skip cases already recorded as ok in OUT/results.jsonl")
     p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
                    help="extra argument for srun, e.g. --launcher-arg=--mpi=pmi2; repeatable")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="run cases whose ranks x threads exceed this machine's usable CPUs (skipped "
+                        "otherwise); they are marked in the record and their claims are not evaluated")
 
 
 def case_argv(args: argparse.Namespace) -> list[str]:
@@ -78,6 +81,8 @@ def case_argv(args: argparse.Namespace) -> list[str]:
     out += ["--out", str(pathlib.Path(args.out).resolve())]
     if args.resume:
         out.append("--resume")
+    if args.oversubscribe:
+        out.append("--oversubscribe")
     out += [f"--launcher-arg={a}" for a in args.launcher_arg]
     return out
 
@@ -157,7 +162,7 @@ def main(args: argparse.Namespace) -> int:
     warn_problems(reg.problems)
     cases = plan_cases(args, reg)
     if args.dry_run:
-        return _dry_run(cases, reg, launcher)
+        return _dry_run(cases, reg, launcher, args.oversubscribe)
     out = prepare_out(args.out)
     results_file = out / RESULTS_NAME
 
@@ -176,7 +181,7 @@ def main(args: argparse.Namespace) -> int:
         err_console.print(f"note: {note}", markup=False)
     run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
-                      profile_data=profile_data, launcher=launcher)
+                      profile_data=profile_data, launcher=launcher, oversubscribe=args.oversubscribe)
     if args.resume:
         session.index = RunIndex(previous)
     console.print(f"run {run_id}: {len(todo)} case(s) on {fp['cpu']['model']} "
@@ -217,12 +222,12 @@ def main(args: argparse.Namespace) -> int:
     return 1 if counts["failed"] or counts["timeout"] else 0
 
 
-def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher) -> int:
+def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher, oversubscribe: bool) -> int:
     """What would run, and how (the same :func:`prepare_launch` as the real run): nothing is
     launched or written."""
     console.print(f"dry run: {len(cases)} case(s); nothing is run or written")
     for i, case in enumerate(cases, 1):
-        why = skip_reason(case, reg, launcher)
+        why = skip_reason(case, reg, launcher, oversubscribe)
         if why:
             console.print(f"[{i}] {escape(case.label)}  [yellow]skipped[/]: {escape(why)}", soft_wrap=True)
             continue

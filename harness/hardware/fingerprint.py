@@ -121,6 +121,14 @@ def _cgroup_cpu_limit() -> float | None:
         return None
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask), the budget for ranks x threads."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> dict[str, Any]:
     """The machine as a record fragment: cpu, caches, memory, gpus, os, clock tuning."""
@@ -133,10 +141,7 @@ def fingerprint() -> dict[str, Any]:
     model = (proc.get("model name") or proc.get("cpu") or info.get("brand_raw")
              or platform.processor() or "unknown")
     freq = psutil.cpu_freq()
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
+    usable = usable_cpus()
     return {
         "hostname": socket.gethostname(),
         "arch": platform.machine(),

@@ -11,6 +11,7 @@ import os
 import pathlib
 from dataclasses import dataclass
 
+from harness.hardware.fingerprint import usable_cpus
 from harness.launch.mpi import find_mpiexec, mpi_command
 from harness.launch.slurm import find_srun, in_allocation, srun_command
 
@@ -55,15 +56,8 @@ class Launcher:
             return list(argv), {}, "local"
         mpiexec = find_mpiexec()
         assert mpiexec is not None, "checked by skip_reason()"
-        cmd, env = mpi_command(mpiexec, ranks, argv, _usable_cpus())
+        cmd, env = mpi_command(mpiexec, ranks, argv, usable_cpus())
         return cmd, env, "mpiexec"
-
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def worker_argv(python: str, spec_path: pathlib.Path | str) -> list[str]:

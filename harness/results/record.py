@@ -68,6 +68,7 @@ class LaunchInfo:
     command: list[str] = field(default_factory=list)
     timeout_s: float | None = None
     returncode: int | None = None
+    oversubscribed: str = ""       # why the case asked for more CPUs than usable here ('' if not)
 
 
 @dataclass

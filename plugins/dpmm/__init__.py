@@ -43,6 +43,9 @@ class Dpmm(Workload):
         "trials": Param(int, default=100, minimum=1, help="multinomial: counts per generated point"),
         "nmi_curve": Param(bool, default=True, help="gather labels each iteration for the NMI curve "
                                                      "(evaluation traffic, through the unprofiled communicator)"),
+        "replicate": Param(bool, default=False,
+                           help="control: every rank holds all points (statistics divided by the rank count), "
+                                "so distributing removes no work and the speed-up claim must fail"),
         "baseline": Param(bool, default=True, help="also fit scikit-learn's BayesianGaussianMixture (rank 0)"),
         "data": Param(str, default="", help="a .npy or .csv matrix (rows = points) instead of generated data"),
         "labels": Param(str, default="", help="optional .npy/.csv ground-truth labels for data= (NMI, K)"),
@@ -66,14 +69,14 @@ class Dpmm(Workload):
               source="paper: clustering quality on synthetic mixtures; NMI >= 0.9 within 100 iterations is this "
                      "harness's threshold (docs/papers.md)",
               when={"application": ("==", "clustering")}, control=SINGLE_CLUSTER),
-        Claim("iteration_s", ">", 1.0, paper_value="speed-ups from distribution", relative_to={"ranks": 1},
+        Claim("iteration_s", ">=", 1.25, paper_value="speed-ups from distribution", relative_to={"ranks": 1},
               transform="speedup", when={"n": (">=", 100000), "application": ("==", "clustering")},
-              source="abstract: speed-ups from distributing the sampler; with N >= 1e5, 2 ranks faster per "
-                     "iteration than 1 (docs/papers.md)",
+              source="abstract: speed-ups from distributing the sampler; with N >= 1e5, a per-iteration "
+                     "speed-up of 1.25 or more (parallel efficiency >= 62%) on 2 ranks is this harness's "
+                     "threshold (docs/papers.md)",
               description="time-per-iteration speed-up against the 1-rank case of the same run",
-              control=Control({"ranks": 4, "n": 40},
-                              "4 ranks on 40 points: each iteration's messages cost more than the work "
-                              "they split, slower than 1 rank")),
+              control=Control({"ranks": 2, "n": 100000, "replicate": True},
+                              "every rank holds all 1e5 points: the messages remain, no work is split")),
         Claim("psnr_gain_db", ">=", 1.0, paper_value="denoising improves PSNR (no figure in the abstract)",
               source="paper: image-patch application; a 1 dB gain is this harness's threshold (docs/papers.md)",
               description="PSNR of the denoised image minus the noisy one's (dB)",
@@ -107,7 +110,7 @@ class Dpmm(Workload):
         else:
             x, y = generate(p["n"], p["d"], p["k_true"], p["var"], p["seed"])
         ctx.state.update(has_truth=y is not None, n_total=len(x), d_total=x.shape[1])
-        rows = np.array_split(np.arange(len(x)), ctx.nranks)[ctx.rank]
+        rows = np.arange(len(x)) if p["replicate"] else np.array_split(np.arange(len(x)), ctx.nranks)[ctx.rank]
         ctx.state.update(x=np.ascontiguousarray(x[rows]), y=y if ctx.is_root else None)
         # The baseline is a Gaussian mixture: a fair alternative for Gaussian data only.
         if ctx.is_root and p["baseline"] and y is not None and not multinomial:

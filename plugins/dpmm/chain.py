@@ -22,7 +22,9 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
 
     comm = ctx.comm
     cfg = Settings(alpha=p["alpha"], iterations=p["iterations"], burnout=p["burnout"])
-    rng = np.random.default_rng([p["seed"], ctx.rank, ctx.repeat + 1000 * ctx.warmup])
+    copies = ctx.nranks if p.get("replicate") else 1   # replicated data: each rank's stats are the whole's
+    stream = 0 if copies > 1 else ctx.rank               # ... and its labels the same draws
+    rng = np.random.default_rng([p["seed"], stream, ctx.repeat + 1000 * ctx.warmup])
     fam = family(p.get("likelihood", "gaussian"), x.shape[1])
     master = Master(fam, np.random.default_rng([p["seed"], 999]), burnout=cfg.burnout)
     k, z, s = 1, np.zeros(len(x), dtype=np.int64), rng.integers(0, 2, len(x))
@@ -36,6 +38,7 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
             stats = local_stats(x, z, s, k, fam)
         total = np.empty_like(stats)
         comm.Allreduce(stats, total)
+        total /= copies
         with ctx.phase("master"):
             model = sample_model(total, master, cfg.alpha) if ctx.is_root else None
         model = comm.bcast(model, root=0)
@@ -44,6 +47,7 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
             z, s, ll_local = sample_labels(x, model, rng, hard, fam)
             stats = local_stats(x, z, s, k, fam)
         comm.Allreduce(stats, total)
+        total /= copies
         allow = it < cfg.iterations - cfg.split_stop
         with ctx.phase("master"):
             moves = propose_moves(total, master, cfg.alpha, allow) if ctx.is_root else None
@@ -57,13 +61,14 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
         iter_s.append(time.perf_counter() - t_it)
         with ctx.phase("eval"):  # evaluation only: unprofiled, not part of the algorithm's traffic
             raw = comm.raw
-            loglik = raw.allreduce(ll_local)
+            loglik = raw.allreduce(ll_local) / copies
             digests = raw.allgather(zlib.crc32(pickle.dumps((model["theta"], model["sub_theta"]))
                                                + repr(moves).encode()))
             agree &= len(set(digests)) == 1
             if evaluate_nmi and (p["nmi_curve"] or it == cfg.iterations - 1):
                 labels = raw.gather(z, root=0)
                 if ctx.is_root:
+                    labels = labels[:1] if copies > 1 else labels
                     # shards are contiguous row blocks in rank order, so the gathered labels line up with y
                     nmi_curve.append(float(normalized_mutual_info_score(truth, np.concatenate(labels))))
             k_curve.append(k)

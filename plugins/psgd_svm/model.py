@@ -55,6 +55,11 @@ def cost(w: np.ndarray, x_last: np.ndarray, y_last: float, lam: float) -> float:
     return 0.5 * lam * float(w @ w) + max(0.0, 1.0 - y_last * float(w @ x_last))
 
 
+def objective(w: np.ndarray, x: np.ndarray, y: np.ndarray, lam: float) -> float:
+    """The primal SVM objective Pegasos minimises: lambda/2 |w|^2 + mean hinge loss over the rows."""
+    return 0.5 * lam * float(w @ w) + float(np.maximum(0.0, 1.0 - y * (x @ w)).mean())
+
+
 def block_sequential_epoch(x: np.ndarray, y: np.ndarray, w: np.ndarray, block: int,
                            eta: float, lam: float, t0: int = 0) -> np.ndarray:
     """The reference's block-sequential comparator: each sample of a block updates the same

@@ -56,7 +56,7 @@ def _start(ctx) -> np.ndarray:
 
 def train_and_evaluate(ctx) -> dict[str, Any]:
     """One repeat: train to the stopping rule with model averaging every msf samples, then evaluate."""
-    from harness_plugins.psgd_svm.model import (accuracy, block_sequential_epoch, cost,
+    from harness_plugins.psgd_svm.model import (accuracy, block_sequential_epoch, cost, objective,
                                                   pegasos_block, sequential_train)
 
     p, s = ctx.params, ctx.state
@@ -70,6 +70,7 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
         below, epoch = 0, 0
         buf = np.empty_like(w)
         cost_in, cost_out = np.zeros(1), np.zeros(1)
+        best = math.inf
         per_sample = p["schedule"] == "pegasos"
         while epoch < p["max_epochs"] and below < p["patience"]:
             epoch += 1
@@ -86,11 +87,19 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
             else:
                 t_blocks = (epoch - 1) * (n_local // msf) + 1 if per_sample else 0
                 w = block_sequential_epoch(x, y, w, msf, eta, lam, t_blocks)
-            cost_in[0] = cost(w, x[n_local - 1], y[n_local - 1], lam)
+            if p["stop"] == "reference":
+                cost_in[0] = cost(w, x[n_local - 1], y[n_local - 1], lam)
+            else:
+                cost_in[0] = objective(w, x, y, lam)
             if algorithm == "parallel":
                 ctx.comm.Allreduce(cost_in, cost_out)
-                cost_in[0] = cost_out[0] / nranks
-            below = below + 1 if cost_in[0] < p["error_threshold"] else 0
+                cost_in[0] = cost_out[0] / nranks   # equal shards: the mean is the whole set's
+            if p["stop"] == "reference":
+                below = below + 1 if cost_in[0] < p["error_threshold"] else 0
+            elif cost_in[0] < best * (1.0 - p["tolerance"]):
+                best, below = cost_in[0], 0
+            else:
+                below += 1
     train_s = time.perf_counter() - t0
     comm_s = ctx.comm.comm_seconds() - comm0
     calls1, bytes1, _ = ctx.comm.counters("Allreduce")
@@ -122,6 +131,7 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
         "accuracy_vs_reference": acc - s["reference"] if "reference" in s else None,
         "epochs": epoch,
         "final_cost": float(cost_in[0]),
+        "stopped_by_rule": bool(below >= p["patience"]),
         "train_s": train_s,
         "comm_s": comm_s,
         "compute_s": train_s - comm_s,
