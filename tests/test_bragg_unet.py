@@ -59,16 +59,39 @@ def test_two_ranks_keep_identical_replicas(harness_cli, tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_small_reaches_the_dice_and_iou_claims(harness_cli, tmp_path) -> None:
+def test_small_beats_the_zero_skill_masks(harness_cli, tmp_path) -> None:
+    """At size small the U-Net's Dice clears the paper's 0.80 and the best mask that needs no
+    learning (the training mean mask, 0.70 here) by 5 points; the comparators are all scored."""
     r = harness_cli("run", "--workload", "bragg_unet", "--ranks", "1", "--out", str(tmp_path), timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     rec = read_jsonl(tmp_path / "results.jsonl")[0]
     m = rec["metrics"]
-    verdicts = {c["metric"]: c["passed"] for c in rec["claims"]}
-    assert verdicts["dice"] is True and verdicts["iou"] is True, m
-    assert m["baseline_rel_error_weak"] > 0 and m["unet_rel_error_weak"] >= 0
-    assert m["dice_transfer_after"] >= m["dice_transfer_before"] - 0.05
+    verdicts = {c["metric"]: c["status"] for c in rec["claims"]}
+    assert verdicts["dice"] == verdicts["dice_margin"] == "pass", m
+    assert 0.5 < m["dice_mean_mask"] < m["dice"] and 0.3 < m["dice_template"] < m["dice"]
+    assert m["dice_margin"] == pytest.approx(m["dice"] - max(m["dice_mean_mask"], m["dice_template"]))
+    assert 2.0 <= m["sphere_radius"] <= 7.0
+    assert verdicts["weak_error_margin"] in ("pass", "fail")     # decided, whichever way (0.28 vs 0.28 here)
+    assert m["unet_rel_error_strong"] < m["baseline_rel_error_strong"]
     assert m["train_boxes_per_s"] > 0 and m["inference_boxes_per_s"] > 0
+
+
+def test_comparators_fit_on_training_boxes() -> None:
+    """The mean mask scores the truth's own mean well; the template follows a moved peak; the fitted
+    sphere radius beats a too-small one on the boxes it was fitted to."""
+    from harness_plugins.bragg_unet.controls import MaskControls, fit_sphere_radius, smoothed_peak
+
+    train = simulate(64, 16, INSTRUMENTS["A"], 0)
+    ctl = MaskControls(train["counts"], train["mask"])
+    masks = ctl.masks(train["counts"][:8])
+    assert masks["mean"].shape == masks["template"].shape == (8, 16, 16, 16)
+    assert dice_iou(masks["mean"], train["mask"][:8])[0] > 0.5
+    moved = np.roll(train["counts"][:1], 3, axis=1)
+    peak, peak_moved = smoothed_peak(train["counts"][0]), smoothed_peak(moved[0])
+    assert peak_moved[0] == min(peak[0] + 3, 15)
+    radius = fit_sphere_radius(train["counts"], train["intensity"])
+    err = lambda r: relative_errors(train["counts"], None, train["intensity"], True, radius=r)[0].mean()  # noqa: E731
+    assert err(radius) <= err(2.0) and err(radius) <= err(7.0)
 
 
 def test_backend_that_cannot_drive_torch_skips(harness_cli, tmp_path) -> None:

@@ -26,9 +26,10 @@ def sphere_regions(size: int, radius: float, shell: tuple[float, float]) -> tupl
     return r <= radius, (r > shell[0]) & (r <= shell[1])
 
 
-def relative_errors(counts: np.ndarray, regions: np.ndarray, truth: np.ndarray, sphere: bool,
-                    radius: float = 3.5) -> tuple[np.ndarray, np.ndarray]:
-    """Per box: |I_est - I| / I and I_est / sigma."""
+def relative_errors(counts: np.ndarray, regions: np.ndarray | None, truth: np.ndarray, sphere: bool,
+                    radius: float = 3.5, fraction: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Per box: |I_est - I| / I and I_est / sigma. A mask region is drawn to hold ``fraction`` of
+    the peak (the labelling's mask fraction), so its integral is divided by it to estimate I."""
     size = counts.shape[1]
     if sphere:
         inner, shell = sphere_regions(size, radius, (radius + 1.0, size / 2))
@@ -36,6 +37,8 @@ def relative_errors(counts: np.ndarray, regions: np.ndarray, truth: np.ndarray, 
     for i in range(len(counts)):
         region, bg = (inner, shell) if sphere else (regions[i], ~regions[i])
         value, sigma = integrate(counts[i], region, bg)
+        if not sphere:
+            value, sigma = value / fraction, sigma / fraction
         errs.append(abs(value - truth[i]) / truth[i])
         snr.append(value / sigma if np.isfinite(sigma) and sigma > 0 else 0.0)
     return np.array(errs), np.array(snr)
