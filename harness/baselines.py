@@ -30,10 +30,37 @@ def is_baseline(case: Case, workload: Workload) -> bool:
     return any(claim.is_baseline(values) for claim in workload.claims)
 
 
+def _baseline_of(case: Case, other: Case, workload: Workload) -> bool:
+    """True when ``other`` is the baseline of a relative claim that applies to ``case``."""
+    if (other.workload, other.size, other.backend) != (case.workload, case.size, case.backend):
+        return False
+    params, theirs = judged_params(case), judged_params(other)
+    for claim in workload.claims:
+        if claim.relative_to is None or claim.applies(params) or claim.is_baseline(params):
+            continue
+        want = {**params, **claim.relative_to}
+        if all(theirs.get(k) == v for k, v in want.items() if k != "threads" or "ranks" not in claim.relative_to):
+            return True
+    return False
+
+
+def _dependencies_first(cases: list[Case], workload: Workload) -> list[Case]:
+    """``cases`` in their order, except that a case comes after the cases it is judged against
+    (a baseline can itself have a relative claim on another baseline)."""
+    todo, out = list(cases), []
+    while todo:
+        ready = next((c for c in todo if not any(_baseline_of(c, o, workload) for o in todo if o is not c)),
+                     todo[0])   # a cycle cannot be ordered: keep the listed order
+        todo.remove(ready)
+        out.append(ready)
+    return out
+
+
 def baselines_first(cases: list[Case], registry: Registry) -> list[Case]:
     """The cases in their order, except that the baselines of a workload's relative claims move
-    up to where that workload's first case stands, so the other cases' claims are evaluated in
-    the same run whatever order a sweep lists its values in."""
+    up to where that workload's first case stands (each after the baselines it is itself judged
+    against), so the other cases' claims are evaluated in the same run whatever order a sweep
+    lists its values in."""
     baselines: dict[str, list[Case]] = {}
     flags = [is_baseline(c, registry.workload(c.workload)) for c in cases]
     for c, flag in zip(cases, flags):
@@ -44,7 +71,7 @@ def baselines_first(cases: list[Case], registry: Registry) -> list[Case]:
     for c, flag in zip(cases, flags):
         if c.workload not in seen:
             seen.add(c.workload)
-            out.extend(baselines.get(c.workload, []))
+            out.extend(_dependencies_first(baselines.get(c.workload, []), registry.workload(c.workload)))
         if not flag:
             out.append(c)
     return out

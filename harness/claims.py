@@ -2,7 +2,8 @@
 
 A claim is ``metric comparison threshold`` on a case's metrics, optionally relative to a
 baseline case of the same run. Every verdict has a status (``pass``, ``fail``,
-``not_evaluated``, ``not_applicable``) set where it is decided, never inferred from text.
+``not_evaluated``, ``not_applicable``) set where it is decided, never inferred from text. A
+workload that reports ``<metric>_se`` (a standard error) gets it carried onto the verdict.
 A claim should name a :class:`Control`: a case under which it must come out ``fail``
 (``harness controls`` runs them), because a claim that cannot fail tells its reader nothing.
 """
@@ -154,7 +155,19 @@ class Claim:
             measured = RELATIVE_TRANSFORMS[self.transform](value, base)
         ok = bool(COMPARISONS[self.comparison](measured, self.threshold))
         return self._verdict("pass" if ok else "fail", "", measured=measured,
-                             value=value if base is not None else None, baseline_value=base)
+                             value=value if base is not None else None, baseline_value=base,
+                             standard_error=self._standard_error(metrics, baseline))
+
+    def _standard_error(self, metrics: dict[str, Any], baseline: dict[str, Any] | None) -> float | None:
+        """The measured figure's standard error when the case reports ``<metric>_se`` (for a
+        difference: both cases' errors combined as independent; other transforms: None)."""
+        se = as_number(metrics.get(f"{self.metric}_se"))
+        if se is None or self.transform not in (None, "difference"):
+            return None
+        if self.transform is None:
+            return se
+        base_se = as_number((baseline or {}).get(f"{self.metric}_se"))
+        return None if base_se is None else math.hypot(se, base_se)
 
     def _verdict(self, status: Status, reason: str, **figures: Any) -> ClaimVerdict:
         return ClaimVerdict(
@@ -185,6 +198,7 @@ class ClaimVerdict:
     measured: float | None = None
     value: float | None = None            # the case's own figure, for a relative claim
     baseline_value: float | None = None   # the baseline case's figure, for a relative claim
+    standard_error: float | None = None   # of measured, where the workload reports <metric>_se
     paper_value: float | str | None = None
     source: str = ""
     description: str = ""

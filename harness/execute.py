@@ -257,7 +257,7 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
         for verdict in record.claims:
             if verdict.status in ("pass", "fail"):
                 verdict.status, verdict.reason = "not_evaluated", record.launch.oversubscribed
-                verdict.measured = verdict.value = verdict.baseline_value = None
+                verdict.measured = verdict.value = verdict.baseline_value = verdict.standard_error = None
     if case.backend and not (v.ok and all(result.verification_per_rank_ok)):
         record.status = "failed"
         record.reason = f"backend {case.backend!r} verification failed: {v.reason or 'see evidence'}"

@@ -16,13 +16,14 @@ from rich.markup import escape
 from harness.baselines import RunIndex
 from harness.casefiles import CaseFiles
 from harness.claims import summarize_claims
-from harness.commands.common import console, err_console, machine, registry, warn_problems
+from harness.commands.common import console, err_console, machine, registry, table, warn_problems
 from harness.errors import UsageError
 from harness.execute import Session, execute, prepare_launch, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher
 from harness.params import parse_int_list
 from harness.plan import Case, Overrides, expand, find_suite, parse_param_options, read_suite
 from harness.registry import Registry
+from harness.report.tables import measured_text, verdict_text
 from harness.results.record import Record
 from harness.results.store import RESULTS_NAME, append_record, read_records
 from harness.workload import SIZES
@@ -190,6 +191,7 @@ def main(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _raise_interrupt)
     counts: Counter[str] = Counter()
     verdicts = []
+    judged: list[tuple[Case, Record]] = []
     width = len(str(len(todo)))
     for i, case in enumerate(todo, 1):
         prefix = f"[{i:>{width}}/{len(todo)}] {case.label}"
@@ -201,6 +203,7 @@ def main(args: argparse.Namespace) -> int:
         append_record(results_file, record)
         session.index.add(record)
         verdicts.extend(record.claims)
+        judged.append((case, record))
         for problem in reg.notify_case_finished(record):
             err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
         counts[record.status] += 1
@@ -212,6 +215,8 @@ def main(args: argparse.Namespace) -> int:
         err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
     total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     console.print(f"done: {total or 'nothing to do'}; records in {results_file}")
+    if any(v.status != "not_applicable" for v in verdicts):
+        console.print(claim_table(judged))
     if verdicts:
         console.print(f"claims: {summarize_claims(verdicts)}")
     if todo and counts["skipped"] == len(todo):
@@ -220,6 +225,22 @@ def main(args: argparse.Namespace) -> int:
               f"({'; '.join(reasons)[:300]})", file=sys.stderr)
         return 2
     return 1 if counts["failed"] or counts["timeout"] else 0
+
+
+def claim_table(judged: list[tuple[Case, Record]]):
+    """The run's reproduction table: every claim that applies to a case, with paper value,
+    measured figure (± standard error where reported) and verdict."""
+    t = table("paper claims in this run", "workload", "case", "claim", "paper", "measured", "verdict")
+    for case, record in judged:
+        for c in record.claims:
+            if c.status == "not_applicable":
+                continue
+            style = {"pass": "green", "fail": "red"}.get(c.status, "yellow")
+            t.add_row(escape(case.workload), escape(case.label.split(" ", 1)[0].removeprefix(case.workload)
+                                                    + f" r{case.ranks}"),
+                      escape(c.text), escape("" if c.paper_value is None else str(c.paper_value)),
+                      measured_text(c), f"[{style}]{escape(verdict_text(c))}[/]")
+    return t
 
 
 def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher, oversubscribe: bool) -> int:

@@ -7,7 +7,6 @@ arguments (``--mpi=pmi2``, a binding policy) are passed through as given.
 """
 from __future__ import annotations
 
-import os
 import pathlib
 from dataclasses import dataclass
 

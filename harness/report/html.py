@@ -10,7 +10,7 @@ import html
 import pandas as pd
 
 from harness.report import plots
-from harness.report.tables import CASE_COLUMNS, CLAIM_COLUMNS, case_rows, claim_rows, profiler_note
+from harness.report.tables import CASE_COLUMNS, CLAIM_COLUMNS, case_rows, claim_rows, claim_tally, profiler_note
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
 font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
@@ -41,6 +41,9 @@ def html_report(df: pd.DataFrame, problems: list[str]) -> str:
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hpml-harness report</title>"
              f"<style>{CSS}</style></head><body><h1>hpml-harness report</h1>"
              f"<p class='note'>{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s).</p>"]
+    claims = claim_rows(df)
+    parts.append(f"<h2>Reproduction summary: paper claims ({html.escape(claim_tally(claims))})</h2>")
+    parts.append(_table(CLAIM_COLUMNS, claims, verdict_col=4) if claims else "<p>No claims were evaluated.</p>")
     rows = case_rows(df)
     for workload, table_rows in rows.items():
         parts.append(f"<h2>{html.escape(workload)}</h2>")
@@ -53,9 +56,6 @@ def html_report(df: pd.DataFrame, problems: list[str]) -> str:
     roof = plots.roofline_figure(df) if not df.empty else None
     if roof:
         parts.append("<h2>Measured rooflines</h2>" + _img("measured rooflines", roof))
-    claims = claim_rows(df)
-    parts.append("<h2>Reproduction summary: paper claims</h2>")
-    parts.append(_table(CLAIM_COLUMNS, claims, verdict_col=4) if claims else "<p>No claims were evaluated.</p>")
     if problems:
         parts.append("<h2>Unreadable lines</h2><ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in problems) + "</ul>")
     parts.append("</body></html>")

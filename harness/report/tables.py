@@ -61,6 +61,21 @@ def verdicts(claims: list[dict[str, Any]]) -> list[ClaimVerdict]:
     return [ClaimVerdict.from_json(c) for c in claims]
 
 
+def measured_text(c: ClaimVerdict) -> str:
+    """The measured figure, with its standard error where the workload reported one."""
+    return _num(c.measured) + (f" ± {_num(c.standard_error, '{:.2g}')}" if c.standard_error is not None else "")
+
+
+def verdict_text(c: ClaimVerdict) -> str:
+    """pass / FAIL / not evaluated: why, and a note when the plugin declared no control."""
+    text = VERDICT_TEXT[c.status]
+    if c.status == "not_evaluated" and c.reason:
+        text += f": {c.reason}"
+    if not c.has_control:
+        text += " (no control declared)"
+    return text
+
+
 VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "not_evaluated": "not evaluated"}
 
 
@@ -78,15 +93,20 @@ def claim_rows(df: pd.DataFrame) -> list[list[str]]:
         for c in verdicts(r.claims):
             if c.status == "not_applicable":
                 continue
-            verdict = VERDICT_TEXT[c.status]
-            if c.status == "not_evaluated" and c.reason:
-                verdict += f": {c.reason}"
-            if not c.has_control:
-                verdict += " (no control declared)"
             rows.append([r.workload, c.text, "" if c.paper_value is None else str(c.paper_value),
-                         _num(c.measured), verdict, r.params if r.params != "{}" else "",
+                         measured_text(c), verdict_text(c), r.params if r.params != "{}" else "",
                          r.machine, r.backend, f"{r.ranks}x{r.threads}", c.source])
     return rows
+
+
+def claim_tally(rows: list[list[str]]) -> str:
+    """'12 pass, 3 FAIL, 1 not evaluated' for the rows of :func:`claim_rows`."""
+    col = CLAIM_COLUMNS.index("verdict")
+    counts: dict[str, int] = {}
+    for row in rows:
+        key = "not evaluated" if row[col].startswith("not evaluated") else row[col].split(" ")[0]
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in counts.items()) or "none"
 
 
 def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
@@ -100,12 +120,12 @@ def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
 
 def markdown_report(df: pd.DataFrame, problems: list[str]) -> str:
     parts = [f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."]
+    claims = claim_rows(df)
+    parts.append(f"## Reproduction summary: paper claims ({claim_tally(claims)})\n\n"
+                 + (markdown_table(CLAIM_COLUMNS, claims) if claims else "No claims were evaluated."))
     for workload, rows in case_rows(df).items():
         note = profiler_note(rows)
         parts.append(f"## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows) + (f"\n\n{note}" if note else ""))
-    claims = claim_rows(df)
-    parts.append("## Reproduction summary: paper claims\n\n"
-                 + (markdown_table(CLAIM_COLUMNS, claims) if claims else "No claims were evaluated."))
     if problems:
         parts.append("## Unreadable lines\n\n" + "\n".join(f"- {p}" for p in problems))
     return "\n\n".join(parts) + "\n"

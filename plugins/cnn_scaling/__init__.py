@@ -5,9 +5,12 @@ measurements (Castello, Dolz, Quintana-Orti, Duato, HPML 2019; docs/papers.md se
 time per iteration, speed-up and efficiency for a hardware profile's peak FLOP/s, memory
 bandwidth and link bandwidth/latency (overridable), with the cheapest Allreduce per message.
 ``mode=validate``: on this machine, with the case's MPI ranks: fit alpha/beta from an Allreduce
-sweep and check the fit on held-out sizes, time the small CNN's GEMMs against the roofline
-prediction from measured ceilings, and train the small CNN data-parallel at a small and a large
-per-rank batch, measured efficiency next to the calibrated model's.
+sweep on small messages (piecewise where the MPI library switches protocol) and check it by
+extrapolation to larger ones, time the small CNN's GEMMs against the roofline prediction from
+measured ceilings, and train the small CNN data-parallel at a small and a large per-rank batch:
+measured efficiency next to the model's, whose compute term is calibrated from timed training
+steps of that same network at the per-rank batch (no communication) and whose communication term
+is the fitted Allreduce of the gradient bytes.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from harness_plugins.cnn_scaling.layers import NETWORKS
 PAPER = "Castello, Dolz, Quintana-Orti, Duato. Theoretical Scalability Analysis of Distributed Deep CNNs. HPML 2019"
 VALIDATE = {"mode": ("==", "validate")}
 VALIDATE_2 = {"mode": "validate", "ranks": 2}
+REDUCTION_BYTES_PER_BYTE = 3.0
 SWAPPED_BATCHES = Control({**VALIDATE_2, "small_batch": 64, "large_batch": 4},
                           "the batches swapped: the 'large' per-rank batch is the smaller one")
 
@@ -67,15 +71,17 @@ class CnnScaling(Workload):
               control=Control({**VALIDATE_2, "node_gflops": 1e5, "mem_gbs": 1e5},
                               "a node model ~1000x too fast: every kernel predicted far too short")),
         Claim("allreduce_residual_max", "<=", 0.30, paper_value="within 30%", when=VALIDATE,
-              source="paper: alpha-beta Allreduce model; 30% over the held-out message sizes is this harness's "
-                     "tolerance (docs/papers.md)",
-              description="max relative residual on the held-out message sizes",
+              source="paper: alpha-beta Allreduce model; 30% when extrapolated from the sizes up to a quarter "
+                     "of the largest to the larger ones is this harness's tolerance (docs/papers.md)",
+              description="max relative residual on the message sizes above the fitted range",
               control=Control({**VALIDATE_2, "latency_us": 10000.0},
                               "an Allreduce latency of 10 ms, ~1000x the measured one")),
-        Claim("eff_gap_model", ">", 0.0, paper_value="> 0", when=VALIDATE,
-              source="abstract: scalability governed by per-node batch",
-              description="model efficiency at large minus at small per-rank batch, p = ranks",
-              control=SWAPPED_BATCHES),
+        Claim("efficiency_error_max", "<=", 0.10, paper_value="the model predicts scalability", when=VALIDATE,
+              source="paper: the model predicts parallel efficiency from B/P, node and network; 0.10 absolute "
+                     "at both per-rank batches is this harness's tolerance (docs/papers.md)",
+              description="max over the two batches of |model - measured| parallel efficiency",
+              control=Control({**VALIDATE_2, "latency_us": 10000.0},
+                              "a model with a 10 ms Allreduce latency predicts efficiency far too low")),
         Claim("eff_gap_measured", ">", 0.0, paper_value="> 0", when=VALIDATE,
               source="abstract: efficiency(small B/P) < efficiency(large B/P)",
               description="measured efficiency at large minus at small per-rank batch",
@@ -102,7 +108,7 @@ class CnnScaling(Workload):
 
     def _model(self, ctx) -> dict[str, Any]:
         from harness_plugins.cnn_scaling.layers import NETWORKS, totals
-        from harness_plugins.cnn_scaling.model import Network, Node, scaling
+        from harness_plugins.cnn_scaling.model import Network, Node, best_allreduce, scaling
 
         p = ctx.params
         prof = _profiles(tuple(map(str, ctx.profile_dirs)))[p["profile"]]
@@ -110,10 +116,15 @@ class CnnScaling(Workload):
         node = Node(peak_flops=peak, bandwidth=(p["mem_gbs"] or prof["memory"]["bandwidth_gbs"]) * 1e9)
         link = p["link_gbs"] or prof.get("interconnect", {}).get("bandwidth_gbs", 12.5)
         lat = p["latency_us"] or prof.get("interconnect", {}).get("latency_us", 1.0)
-        net = Network(alpha=lat * 1e-6, beta=1.0 / (link * 1e9))
+        # gamma: an fp32 sum streams two operands and one result per message byte through memory
+        net = Network(alpha=lat * 1e-6, beta=1.0 / (link * 1e9), gamma=REDUCTION_BYTES_PER_BYTE / node.bandwidth)
         nodes = p["nodes"]
+        sizes = [2**i for i in range(3, 31, 3)]
         out: dict[str, Any] = {"kind": "model", "profile": p["profile"], "link_gbs": link, "latency_us": lat,
-                               "node_gflops": peak / 1e9, "node_gbs": node.bandwidth / 1e9, "nodes": nodes}
+                               "node_gflops": peak / 1e9, "node_gbs": node.bandwidth / 1e9, "nodes": nodes,
+                               "gamma_ns_per_byte": net.gamma * 1e9, "allreduce_sizes_bytes": sizes,
+                               f"allreduce_algorithm_p{nodes[-1]}": [best_allreduce(n, nodes[-1], net)[0]
+                                                                     for n in sizes]}
         with ctx.phase("model"):
             for name in p["networks"]:
                 layers = NETWORKS[name]()
@@ -131,14 +142,15 @@ class CnnScaling(Workload):
     def _validate(self, ctx) -> dict[str, Any]:
         from harness_plugins.cnn_scaling import calibrate, train
         from harness_plugins.cnn_scaling.layers import small_cnn
-        from harness_plugins.cnn_scaling.model import Node, iteration
+        from harness_plugins.cnn_scaling.model import Node, allreduce_time, iteration
 
         p, pr = ctx.params, ctx.nranks
         sizes = [2**i for i in range(3, 1 + (p["sweep_max_kib"] * 1024).bit_length() - 1)]
         with ctx.phase("allreduce_sweep"):
             points = calibrate.allreduce_sweep(ctx.comm, sizes, reps=20)
-            net, ar_rows = calibrate.validate_allreduce(points, pr, p["latency_us"] * 1e-6,
+            fit, ar_rows = calibrate.validate_allreduce(points, pr, p["latency_us"] * 1e-6,
                                                         1.0 / (p["link_gbs"] * 1e9) if p["link_gbs"] else 0.0)
+            reduce_bw = calibrate.reduction_bandwidth()
         with ctx.phase("gemm_validation"):
             node = calibrate.measure_node(ctx.threads)
             if p["node_gflops"] or p["mem_gbs"]:   # a stated node replaces the measured one
@@ -147,23 +159,38 @@ class CnnScaling(Workload):
             gemm_rows = calibrate.validate_gemms(small_cnn(), p["large_batch"], node, reps=5)
         effs: dict[str, float] = {}
         model_effs: dict[str, float] = {}
+        roofline_effs: dict[str, float] = {}
         with ctx.phase("training"):
             for label in ("small", "large"):
                 b = p[f"{label}_batch"]
                 par = train.iterations(ctx, b, p["steps"], use_comm=True)
                 # The same global batch on one rank, no communication: the 1-rank baseline.
                 one = train.iterations(ctx, b * pr, p["steps"], use_comm=False)
+                # The per-rank batch without communication: the model's calibrated compute term.
+                local = train.iterations(ctx, b, p["steps"], use_comm=False)
                 effs[label] = one["iteration_s"] / (pr * par["iteration_s"])
                 effs[f"{label}_images_per_s"] = b * pr / par["iteration_s"]
+                grad_bytes = par["gradient_bytes"]
+                predicted = local["iteration_s"] + allreduce_time(grad_bytes, pr, fit.network(grad_bytes),
+                                                                  "recursive_doubling")
+                model_effs[label] = one["iteration_s"] / (pr * predicted)
+                model_effs[f"{label}_iteration_s"] = predicted
+                net = fit.network(grad_bytes)
                 m1 = iteration(small_cnn(), b * pr, 1, node, net)["iteration_s"]
                 mp = iteration(small_cnn(), b * pr, pr, node, net)["iteration_s"]
-                model_effs[label] = m1 / (pr * mp)
+                roofline_effs[label] = m1 / (pr * mp)
                 effs[f"{label}_comm_s"] = par["comm_s"]
                 effs[f"{label}_compute_s"] = par["compute_s"]
+                effs[f"{label}_iteration_s"] = par["iteration_s"]
         gem_res = sorted(abs(r["residual"]) for r in gemm_rows)
         return {
             "kind": "validation",
-            "alpha_us": net.alpha * 1e6, "beta_ns_per_byte": net.beta * 1e9,
+            "alpha_us": fit.low.alpha * 1e6, "beta_ns_per_byte": fit.low.beta * 1e9,
+            "allreduce_break_bytes": fit.break_bytes,
+            "alpha_us_above_break": fit.high.alpha * 1e6 if fit.high else None,
+            "beta_ns_per_byte_above_break": fit.high.beta * 1e9 if fit.high else None,
+            "allreduce_fit_max_bytes": sizes[-1] // 4 if sizes else None,
+            "reduction_gbs_measured": reduce_bw / 1e9,
             "allreduce_bytes": [r["bytes"] for r in ar_rows],
             "allreduce_measured_s": [r["measured_s"] for r in ar_rows],
             "allreduce_predicted_s": [r["predicted_s"] for r in ar_rows],
@@ -178,6 +205,13 @@ class CnnScaling(Workload):
             "gemm_residual_max": gem_res[-1],
             "efficiency_small_measured": effs["small"], "efficiency_large_measured": effs["large"],
             "efficiency_small_model": model_effs["small"], "efficiency_large_model": model_effs["large"],
+            "iteration_s_small_model": model_effs["small_iteration_s"],
+            "iteration_s_large_model": model_effs["large_iteration_s"],
+            "iteration_s_small_measured": effs["small_iteration_s"],
+            "iteration_s_large_measured": effs["large_iteration_s"],
+            "efficiency_error_max": max(abs(model_effs[k] - effs[k]) for k in ("small", "large")),
+            "efficiency_small_roofline_model": roofline_effs["small"],
+            "efficiency_large_roofline_model": roofline_effs["large"],
             "eff_gap_measured": effs["large"] - effs["small"],
             "eff_gap_model": model_effs["large"] - model_effs["small"],
             "train_comm_s_small": effs["small_comm_s"], "train_compute_s_small": effs["small_compute_s"],

@@ -1,7 +1,9 @@
 """Measurements on this machine that calibrate and validate the model.
 
 * Allreduce times over a message-size sweep through the profiled ``ctx.comm``; alpha and beta
-  are fitted on every other size and the model is validated on the sizes left out.
+  are fitted on the sizes up to a quarter of the largest, piecewise when a break point (where
+  the MPI library switches protocol, e.g. eager to rendezvous) fits much better than one line,
+  and the model is validated by extrapolation to the larger sizes.
 * Node ceilings: fp32 GEMM GFLOP/s (numpy, n=1024) and copy bandwidth; then each GEMM of the
   small CNN (forward, backward-data, backward-weights) is timed with numpy at its real shape.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,30 +52,78 @@ def _max():
     return MPI.MAX
 
 
-def fit_network(points: list[tuple[int, float]], p: int) -> Network:
-    """Alpha and beta for recursive doubling (beta absorbs gamma: one number per byte), fitted by
-    least squares on relative error, so 8-byte and 4-MiB messages weigh alike."""
+def _fit_line(n: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
+    """(alpha, beta, sum of squared relative residuals) of t = alpha + beta n, least squares on
+    relative error so that 8-byte and 4-MiB messages weigh alike."""
+    A = np.vstack([np.ones_like(n), n]).T / t[:, None]
+    (alpha, beta), *_ = np.linalg.lstsq(A, np.ones_like(t), rcond=None)
+    alpha, beta = max(alpha, 1e-9), max(beta, 1e-15)
+    return alpha, beta, float((((alpha + beta * n) - t) / t) ** 2 @ np.ones_like(t))
+
+
+@dataclass(frozen=True)
+class AllreduceFit:
+    """Recursive-doubling alpha/beta (beta absorbs gamma: one number per byte) below and, when a
+    break point was found, above ``break_bytes``."""
+
+    low: Network
+    high: Network | None = None
+    break_bytes: int | None = None
+
+    def network(self, nbytes: float) -> Network:
+        return self.high if self.high is not None and nbytes >= (self.break_bytes or 0) else self.low
+
+
+MIN_SEGMENT = 3
+PIECEWISE_GAIN = 0.5   # a break is kept only when it halves the squared relative residuals ...
+LINE_GOOD_ENOUGH = 0.01  # ... of a line that misses by more than 1 % rms
+
+
+def fit_network(points: list[tuple[int, float]], p: int) -> AllreduceFit:
+    """One alpha-beta line, or two with the break point that fits best (see PIECEWISE_GAIN)."""
     lg = max(1, int(np.ceil(np.log2(p))))
     n = np.array([b for b, _ in points], dtype=float)
     t = np.array([s for _, s in points]) / lg
-    A = np.vstack([np.ones_like(n), n]).T / t[:, None]
-    (alpha, beta), *_ = np.linalg.lstsq(A, np.ones_like(t), rcond=None)
-    return Network(alpha=max(alpha, 1e-9), beta=max(beta, 1e-15))
+    alpha, beta, ssr = _fit_line(n, t)
+    best = AllreduceFit(Network(alpha, beta))
+    best_ssr = ssr
+    if ssr / len(n) < LINE_GOOD_ENOUGH ** 2:
+        return best
+    for j in range(MIN_SEGMENT, len(n) - MIN_SEGMENT + 1):
+        a1, b1, s1 = _fit_line(n[:j], t[:j])
+        a2, b2, s2 = _fit_line(n[j:], t[j:])
+        if s1 + s2 < PIECEWISE_GAIN * ssr and s1 + s2 < best_ssr:
+            best, best_ssr = AllreduceFit(Network(a1, b1), Network(a2, b2), int(n[j])), s1 + s2
+    return best
 
 
-def validate_allreduce(points: list[tuple[int, float]], p: int,
-                       alpha: float = 0.0, beta: float = 0.0) -> tuple[Network, list[dict[str, float]]]:
-    """Fit on every other size, check on the rest; a non-zero ``alpha``/``beta`` replaces the fitted
-    value (a control: a model that is wrong must show large residuals)."""
-    fit_pts, check_pts = points[0::2], points[1::2]
-    net = fit_network(fit_pts, p)
-    net = Network(alpha=alpha or net.alpha, beta=beta or net.beta)
+def validate_allreduce(points: list[tuple[int, float]], p: int, alpha: float = 0.0,
+                       beta: float = 0.0) -> tuple[AllreduceFit, list[dict[str, float]]]:
+    """Fit on the sizes up to a quarter of the largest, check by extrapolation on the rest; a
+    non-zero ``alpha``/``beta`` replaces every fitted value (a control: a model that is wrong must
+    show large residuals)."""
+    limit = points[-1][0] / 4
+    fit_pts = [pt for pt in points if pt[0] <= limit]
+    check_pts = [pt for pt in points if pt[0] > limit]
+    fit = fit_network(fit_pts, p)
+    if alpha or beta:
+        swap = lambda net: Network(alpha=alpha or net.alpha, beta=beta or net.beta)  # noqa: E731
+        fit = AllreduceFit(swap(fit.low), swap(fit.high) if fit.high else None, fit.break_bytes)
     rows = []
     for nbytes, measured in check_pts:
-        predicted = allreduce_time(nbytes, p, net, "recursive_doubling")
+        predicted = allreduce_time(nbytes, p, fit.network(nbytes), "recursive_doubling")
         rows.append({"bytes": nbytes, "measured_s": measured, "predicted_s": predicted,
                      "residual": (predicted - measured) / measured})
-    return net, rows
+    return fit, rows
+
+
+def reduction_bandwidth(nbytes: int = 4 * 2**20) -> float:
+    """Bytes of message reduced per second by an elementwise fp32 sum (np.add, out of cache):
+    the inverse of the model's gamma on this machine."""
+    a = np.ones(nbytes // 4, dtype=np.float32)
+    b, c = a.copy(), np.empty_like(a)
+    np.add(a, b, out=c)
+    return nbytes / _best(lambda: np.add(a, b, out=c), 9)
 
 
 def measure_node(threads: int) -> Node:

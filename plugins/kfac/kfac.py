@@ -3,7 +3,9 @@
 
 Per layer, with the input augmented by a 1 for the bias: A = E[a a^T] over the batch and
 G = E[g g^T] over the per-sample gradients of the loss with respect to the layer's output
-(the empirical Fisher: g from the labels' loss). Both are running averages with decay ``decay``;
+(the empirical Fisher: g from the labels' loss; for the true Fisher the caller runs one extra
+backward pass with labels sampled from the model's softmax while ``capture`` is set, and the
+update's backward pass with ``capture`` off). Both are running averages with decay ``decay``;
 every ``inv_every`` steps they are inverted with factored Tikhonov damping,
 (A + pi sqrt(gamma) I)^-1 and (G + sqrt(gamma)/pi I)^-1, pi = sqrt((tr A / dim A) / (tr G / dim G)).
 The preconditioned gradient G^-1 grad(W|b) A^-1 is rescaled by KL clipping (kappa) before the
@@ -32,6 +34,7 @@ class KFAC:
         self.A_inv: dict[Any, Any] = {}
         self.G_inv: dict[Any, Any] = {}
         self.steps = 0
+        self.capture = True   # whether a backward pass records the output gradients g
         for layer in self.layers:
             layer.register_forward_hook(self._save_input)
 
@@ -39,7 +42,11 @@ class KFAC:
         """Keep the layer's input, and catch the gradient of its output on the way back."""
         if layer.training and output.requires_grad:
             self._a[layer] = inputs[0].detach()
-            output.register_hook(lambda grad, layer=layer: self._g.__setitem__(layer, grad.detach()))
+            output.register_hook(lambda grad, layer=layer: self._keep_g(layer, grad))
+
+    def _keep_g(self, layer, grad) -> None:
+        if self.capture:
+            self._g[layer] = grad.detach()
 
     def batch_factors(self) -> list[Any]:
         """This batch's [A_l, G_l] for every layer (from the last forward/backward)."""

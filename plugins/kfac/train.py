@@ -46,8 +46,27 @@ def smoothout(model, a: float, gen) -> list[Any]:
     return noise
 
 
+def batches(n: int, batch: int, rng: np.random.Generator):
+    """Global batches of ``batch`` row indices drawn from one permutation after another, so no row
+    is dropped when ``batch`` does not divide ``n``; a batch may straddle two permutations."""
+    pending = np.empty(0, dtype=np.int64)
+    while True:
+        while len(pending) < batch:
+            pending = np.concatenate([pending, rng.permutation(n)])
+        yield pending[:batch]
+        pending = pending[batch:]
+
+
+def step_count(cfg: dict[str, Any], n: int) -> int:
+    """Updates of one training: ``updates`` (budget=steps: every configuration the same number) or
+    ``epochs`` passes over the rows (budget=epochs: a large batch takes far fewer steps)."""
+    if cfg["budget"] == "steps":
+        return cfg["updates"]
+    return max(1, cfg["epochs"] * n // min(cfg["batch"], n))
+
+
 def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float, seed: int) -> dict[str, Any]:
-    """Train for ``cfg["epochs"]`` epochs; returns the model and its step statistics."""
+    """Train for :func:`step_count` updates; returns the model and its step statistics."""
     import torch
 
     from harness_plugins.kfac.kfac import KFAC
@@ -62,36 +81,43 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
     batch = min(cfg["batch"], len(x))
     per_rank = max(1, batch // ctx.nranks)
     params = list(model.parameters())
-    steps = 0
+    steps = step_count(cfg, len(x))
+    true_fisher = kfac is not None and cfg.get("fisher") == "true"
+    stream = batches(len(x), batch, rng)
     t0 = time.perf_counter()
-    for _ in range(cfg["epochs"]):
-        order = rng.permutation(len(x))
-        for start in range(0, len(x) - batch + 1, batch):
-            idx = order[start:start + batch][ctx.rank * per_rank:(ctx.rank + 1) * per_rank]
-            noise = smoothout(model, cfg["smooth_a"], gen) if cfg["smoothing"] == "smoothout" else None
-            with ctx.phase("forward_backward"):
+    for _ in range(steps):
+        idx = next(stream)[ctx.rank * per_rank:(ctx.rank + 1) * per_rank]
+        noise = smoothout(model, cfg["smooth_a"], gen) if cfg["smoothing"] == "smoothout" else None
+        with ctx.phase("forward_backward"):
+            opt.zero_grad()
+            logits = model(xt[idx])
+            if true_fisher:   # g from labels sampled from the model's own predictive distribution
+                sampled = torch.multinomial(torch.softmax(logits.detach(), 1), 1, generator=gen)[:, 0]
+                loss_fn(logits, sampled).backward(retain_graph=True)
                 opt.zero_grad()
-                loss = loss_fn(model(xt[idx]), yt[idx])
-                loss.backward()
-            if noise is not None:
-                with torch.no_grad():
-                    for p, n in zip(params, noise):
-                        p.sub_(n)
-            factors = kfac.batch_factors() if kfac else []
-            if ctx.nranks > 1:
-                local = _flat([p.grad for p in params] + factors)
-                total = np.empty_like(local)
-                ctx.comm.Allreduce(local, total)
-                merged = _unflat(total / ctx.nranks, [p.grad for p in params] + factors)
-                for p, g in zip(params, merged):
-                    p.grad.copy_(g)
-                factors = merged[len(params):]
-            with ctx.phase("optimizer"):
-                if kfac:
-                    kfac.update(factors)
-                    kfac.precondition(lr)
-                opt.step()
-            steps += 1
+                kfac.capture = False
+            loss = loss_fn(logits, yt[idx])
+            loss.backward()
+            if kfac is not None:
+                kfac.capture = True
+        if noise is not None:
+            with torch.no_grad():
+                for p, n in zip(params, noise):
+                    p.sub_(n)
+        factors = kfac.batch_factors() if kfac else []
+        if ctx.nranks > 1:
+            local = _flat([p.grad for p in params] + factors)
+            total = np.empty_like(local)
+            ctx.comm.Allreduce(local, total)
+            merged = _unflat(total / ctx.nranks, [p.grad for p in params] + factors)
+            for p, g in zip(params, merged):
+                p.grad.copy_(g)
+            factors = merged[len(params):]
+        with ctx.phase("optimizer"):
+            if kfac:
+                kfac.update(factors)
+                kfac.precondition(lr)
+            opt.step()
     return {"model": model, "steps": steps, "train_s": time.perf_counter() - t0}
 
 
