@@ -7,16 +7,28 @@ is built, so the baseline must have run earlier in the same run (or, with ``--re
 """
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from harness.claims import ClaimVerdict
+from harness.claims import ClaimVerdict, as_number
 from harness.results.record import Record
 
 if TYPE_CHECKING:
     from harness.plan import Case
     from harness.registry import Registry
     from harness.workload import Workload
+
+
+def judged_metrics(metrics: dict[str, Any], samples: dict[str, list[Any]]) -> dict[str, Any]:
+    """The figures claims are judged on: each numeric metric's median over the measured repeats
+    (one noisy last repeat must not decide a verdict), other metrics as the last repeat left them."""
+    out = dict(metrics)
+    for key, values in samples.items():
+        numbers = [as_number(v) for v in values]
+        if values and all(n is not None for n in numbers):
+            out[key] = statistics.median(numbers)
+    return out
 
 
 def judged_params(case: Case) -> dict[str, Any]:
@@ -105,12 +117,15 @@ class RunIndex:
             if (rec.workload.name == case.workload and rec.size == case.size and rec.params == want
                     and rec.backend.requested == case.backend and rec.launch.ranks == ranks
                     and (threads is None or rec.launch.threads == threads)):
-                return rec.metrics
+                return judged_metrics(rec.metrics, rec.metric_samples)
         return None
 
-    def verdicts(self, case: Case, workload: Workload, metrics: dict[str, Any]) -> list[ClaimVerdict]:
-        """Every claim of ``workload`` judged on ``case``'s metrics, relative ones against this index."""
+    def verdicts(self, case: Case, workload: Workload, metrics: dict[str, Any],
+                 samples: dict[str, list[Any]] | None = None) -> list[ClaimVerdict]:
+        """Every claim of ``workload`` judged on ``case``'s metrics (medians over the repeats where
+        ``samples`` has them), relative ones against this index."""
         params = judged_params(case)
+        metrics = judged_metrics(metrics, samples or {})
         return [claim.evaluate(metrics, params,
                                self.baseline_metrics(case, claim.relative_to) if claim.relative_to else None)
                 for claim in workload.claims]

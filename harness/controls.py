@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.baselines import judged_metrics
 from harness.claims import Claim, ControlOutcome
 from harness.errors import UsageError
 from harness.plan import Case, default_threads
@@ -106,6 +107,7 @@ def judge(plan: ControlPlan, records: dict[str, Record]) -> ControlOutcome:
             outcome.problem = (f"the {role} case {case.label} did not run ok: "
                                f"{(rec.status + ': ' + rec.reason) if rec else 'not run'}")
             return outcome
-    baseline = records[plan.baseline.case_id].metrics if plan.baseline is not None else None
-    outcome.verdict = plan.claim.evaluate_control(records[plan.case.case_id].metrics, baseline)
+    judged = {key: judged_metrics(rec.metrics, rec.metric_samples) for key, rec in records.items()}
+    baseline = judged[plan.baseline.case_id] if plan.baseline is not None else None
+    outcome.verdict = plan.claim.evaluate_control(judged[plan.case.case_id], baseline)
     return outcome

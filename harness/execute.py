@@ -252,7 +252,8 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
     v = result.verification
     record.backend.verified = v.ok if case.backend else None
     record.backend.library, record.backend.evidence, record.backend.warnings = v.library, v.evidence, v.warnings
-    record.claims = session.index.verdicts(case, session.registry.workload(case.workload), record.metrics)
+    record.claims = session.index.verdicts(case, session.registry.workload(case.workload), record.metrics,
+                                           record.metric_samples)
     if record.launch.oversubscribed:
         for verdict in record.claims:
             if verdict.status in ("pass", "fail"):

@@ -19,7 +19,8 @@ class Workload:
 
     The harness calls ``setup(ctx)`` once (untimed), then ``run(ctx)`` for every warmup
     and measured repeat (each one timed), then ``teardown(ctx)``. ``run`` returns a dict
-    of metrics (numbers or short strings); the metrics of the last repeat are recorded.
+    of metrics (numbers or short strings); the metrics of the last repeat are recorded, and claims
+    are judged on each numeric metric's median over the measured repeats.
     """
 
     name: ClassVar[str] = ""

@@ -84,6 +84,44 @@ def test_relabelling_split_merge_and_ages() -> None:
     assert stats[:, :, 0].sum() == 6 and stats.shape == (3, 2, 1 + 2 + 4)
 
 
+def test_a_cluster_splits_only_once_its_sub_cluster_likelihood_settles() -> None:
+    """The reference's rule: `burnout` sub-cluster log-likelihoods on record, and their mean (over
+    burnout - 0.1) no more than 0.01 below the latest; `age` waits only. Split and merged clusters
+    start afresh."""
+    from harness_plugins.dpmm.sampler import Master, advance
+
+    class Fixed:   # a family whose sub-cluster log marginal likelihood is read from the stats
+        @staticmethod
+        def log_marginal(row):
+            return float(row[0])
+
+    rising = Master(Fixed(), np.random.default_rng(0), burnout=3)
+    for value in (-100.0, -50.0, -10.0, -9.0):
+        rising.ages = [rising.ages[0] + 1]
+        rising.observe(np.array([[[value / 2], [value / 2]]]))
+    assert rising.history == [[-50.0, -10.0, -9.0]] and rising.splittable == [True]
+    falling = Master(Fixed(), np.random.default_rng(0), burnout=3)
+    for value in (-9.0, -10.0, -50.0, -100.0):
+        falling.observe(np.array([[[value / 2], [value / 2]]]))
+    assert falling.splittable == [False]                     # still getting worse: not settled
+    by_age = Master(Fixed(), np.random.default_rng(0), burnout=3, split_rule="age", ages=[3])
+    by_age.observe(np.array([[[-1.0], [-1.0]]]))
+    assert by_age.splittable == [True]
+    advance(rising, {"splits": [0], "merges": []}, np.array([0, 1]))
+    assert rising.splittable == [False, False] and rising.history == [[], []] and rising.ages == [0, 0]
+
+
+def test_empirical_prior_is_scaled_to_the_data() -> None:
+    from harness_plugins.dpmm.niw import NIW
+
+    x = np.random.default_rng(0).normal(5.0, 3.0, size=(20000, 2))
+    prior = NIW.empirical(x, alpha=10.0)
+    k = 10.0 * np.log1p(20000 / 10.0)
+    np.testing.assert_allclose(prior.m, [5.0, 5.0], atol=0.1)
+    np.testing.assert_allclose(np.diag(prior.psi), 9.0 / k, rtol=0.05)   # covariance / K^(2/D), D=2
+    assert prior.nu == 4.0
+
+
 @pytest.mark.mpi
 def test_bytes_per_iteration_do_not_grow_with_n(harness_cli, tmp_path) -> None:
     out = tmp_path / "res"

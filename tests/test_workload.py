@@ -44,6 +44,20 @@ def test_claim_verdicts() -> None:
         Claim("acc", "~", 1)
 
 
+def test_verdicts_carry_the_reported_standard_error() -> None:
+    """<metric>_se goes onto the verdict; a difference combines both cases' errors; a ratio or a
+    case without the figure gets none."""
+    plain = Claim("acc", ">=", 0.9)
+    assert plain.evaluate({"acc": 0.95, "acc_se": 0.01}).standard_error == 0.01
+    assert plain.evaluate({"acc": 0.95}).standard_error is None
+    diff = Claim("acc", ">=", 0.0, relative_to={"mode": "a"}, transform="difference")
+    v = diff.evaluate({"acc": 0.95, "acc_se": 0.03}, {"mode": "b"}, {"acc": 0.9, "acc_se": 0.04})
+    assert v.measured == pytest.approx(0.05) and v.standard_error == pytest.approx(0.05)
+    assert diff.evaluate({"acc": 0.95, "acc_se": 0.03}, {"mode": "b"}, {"acc": 0.9}).standard_error is None
+    ratio = Claim("acc", ">=", 1.0, relative_to={"mode": "a"}, transform="ratio")
+    assert ratio.evaluate({"acc": 0.95, "acc_se": 0.03}, {"mode": "b"}, {"acc": 0.9, "acc_se": 0.04}).standard_error is None
+
+
 def test_skip_reason_for_missing_package() -> None:
     class Needs(W):
         requires = ("no_such_package_abc",)

@@ -55,12 +55,12 @@ class CnnScaling(Workload):
         "latency_us": Param(float, default=0.0, minimum=0.0, help="override the profile's latency (0: keep); mode=validate: replaces the fitted alpha"),
         "small_batch": Param(int, default=4, minimum=1, help="validate: small per-rank batch"),
         "large_batch": Param(int, default=64, minimum=1, help="validate: large per-rank batch"),
-        "steps": Param(int, default=5, minimum=1, help="validate: training iterations timed"),
+        "steps": Param(int, default=20, minimum=1, help="validate: training iterations timed (median of each)"),
         "sweep_max_kib": Param(int, default=4096, minimum=1, help="validate: largest Allreduce message"),
     }
     sizes = {"smoke": {"networks": ["alexnet", "resnet50"], "nodes": [1, 2, 4, 16], "steps": 2, "sweep_max_kib": 256,
                        "large_batch": 16},
-             "small": {}, "paper": {"steps": 20, "sweep_max_kib": 65536}}
+             "small": {"steps": 20}, "paper": {"steps": 50, "sweep_max_kib": 65536}}
     default_size = "small"
     throughput = ("train_images_per_s_large", "images/s")
     claims = [
@@ -140,6 +140,8 @@ class CnnScaling(Workload):
         return out
 
     def _validate(self, ctx) -> dict[str, Any]:
+        import numpy as np
+
         from harness_plugins.cnn_scaling import calibrate, train
         from harness_plugins.cnn_scaling.layers import small_cnn
         from harness_plugins.cnn_scaling.model import Node, allreduce_time, iteration
@@ -166,12 +168,14 @@ class CnnScaling(Workload):
                 par = train.iterations(ctx, b, p["steps"], use_comm=True)
                 # The same global batch on one rank, no communication: the 1-rank baseline.
                 one = train.iterations(ctx, b * pr, p["steps"], use_comm=False)
-                # The per-rank batch without communication: the model's calibrated compute term.
+                # The per-rank batch without communication, all ranks at once: the model's calibrated
+                # compute term is each step's slowest rank (a synchronous step waits for it).
                 local = train.iterations(ctx, b, p["steps"], use_comm=False)
+                slowest = float(np.median(np.max(ctx.comm.raw.allgather(local["step_s"]), axis=0)))
                 effs[label] = one["iteration_s"] / (pr * par["iteration_s"])
                 effs[f"{label}_images_per_s"] = b * pr / par["iteration_s"]
                 grad_bytes = par["gradient_bytes"]
-                predicted = local["iteration_s"] + allreduce_time(grad_bytes, pr, fit.network(grad_bytes),
+                predicted = slowest + allreduce_time(grad_bytes, pr, fit.network(grad_bytes),
                                                                   "recursive_doubling")
                 model_effs[label] = one["iteration_s"] / (pr * predicted)
                 model_effs[f"{label}_iteration_s"] = predicted

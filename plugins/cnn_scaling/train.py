@@ -71,4 +71,5 @@ def iterations(ctx, per_rank_batch: int, steps: int, use_comm: bool, seed: int =
             compute.append((t1 - t0) + (t3 - t2))
             comm.append(t2 - t1)
     return {"compute_s": float(np.median(compute)), "comm_s": float(np.median(comm)),
-            "iteration_s": float(np.median(np.add(compute, comm))), "gradient_bytes": float(flat.nbytes)}
+            "iteration_s": float(np.median(np.add(compute, comm))), "gradient_bytes": float(flat.nbytes),
+            "step_s": list(np.add(compute, comm))}

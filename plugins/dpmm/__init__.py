@@ -36,7 +36,15 @@ class Dpmm(Workload):
         "var": Param(float, default=100.0, minimum=0.0, help="variance of the component means"),
         "alpha": Param(float, default=10.0, minimum=1e-6),
         "iterations": Param(int, default=100, minimum=1),
-        "burnout": Param(int, default=20, minimum=1),
+        "burnout": Param(int, default=20, minimum=1,
+                         help="iterations a new cluster waits, and the sub-cluster log-likelihoods it "
+                              "records, before it may split"),
+        "prior": Param(str, default="unit", choices=("unit", "empirical"),
+                       help="gaussian NIW prior: unit (the reference's m=0, kappa=1, nu=D+3, Psi=I, on the "
+                            "scale of its generator) or empirical (scaled to the data; for your own data=)"),
+        "split_rule": Param(str, default="loglik", choices=("loglik", "age"),
+                            help="loglik: split once the sub-cluster log-likelihood has settled "
+                                 "(DPMMSubClusters.jl); age: once burnout iterations have passed"),
         "seed": Param(int, default=0, minimum=0),
         "likelihood": Param(str, default="gaussian", choices=("gaussian", "multinomial"),
                             help="gaussian (NIW prior) or multinomial (Dirichlet prior; count data)"),
@@ -110,6 +118,9 @@ class Dpmm(Workload):
         else:
             x, y = generate(p["n"], p["d"], p["k_true"], p["var"], p["seed"])
         ctx.state.update(has_truth=y is not None, n_total=len(x), d_total=x.shape[1])
+        if p["prior"] == "empirical" and not multinomial:
+            from harness_plugins.dpmm.niw import NIW
+            ctx.state["prior"] = NIW.empirical(x, p["alpha"])
         rows = np.arange(len(x)) if p["replicate"] else np.array_split(np.arange(len(x)), ctx.nranks)[ctx.rank]
         ctx.state.update(x=np.ascontiguousarray(x[rows]), y=y if ctx.is_root else None)
         # The baseline is a Gaussian mixture: a fair alternative for Gaussian data only.
@@ -157,7 +168,7 @@ class Dpmm(Workload):
         if p["application"] == "patches":
             from harness_plugins.dpmm.patches import denoise_run
             return denoise_run(ctx)
-        result = run_chain(ctx, st["x"], p, st.get("y"), evaluate_nmi=st["has_truth"])
+        result = run_chain(ctx, st["x"], p, st.get("y"), evaluate_nmi=st["has_truth"], prior=st.get("prior"))
         metrics = result["metrics"]
         metrics.update(n=st["n_total"], d=st["d_total"])
         if metrics.get("iteration_s"):

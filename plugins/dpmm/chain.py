@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from harness_plugins.dpmm.families import family
-from harness_plugins.dpmm.sampler import (Master, Settings, apply_moves, local_stats, next_ages,
+from harness_plugins.dpmm.sampler import (Master, Settings, advance, apply_moves, local_stats,
                                           propose_moves, sample_labels, sample_model)
 
 
 def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
-              evaluate_nmi: bool = True) -> dict[str, Any]:
+              evaluate_nmi: bool = True, prior: Any = None) -> dict[str, Any]:
     """Run ``p["iterations"]`` from one cluster on this rank's shard ``x``. With ``evaluate_nmi``
     (the same on every rank) labels are gathered and scored against ``truth`` (held by rank 0,
     all points in rank order). Returns metrics, this rank's final labels and the final model."""
@@ -25,8 +25,9 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
     copies = ctx.nranks if p.get("replicate") else 1   # replicated data: each rank's stats are the whole's
     stream = 0 if copies > 1 else ctx.rank               # ... and its labels the same draws
     rng = np.random.default_rng([p["seed"], stream, ctx.repeat + 1000 * ctx.warmup])
-    fam = family(p.get("likelihood", "gaussian"), x.shape[1])
-    master = Master(fam, np.random.default_rng([p["seed"], 999]), burnout=cfg.burnout)
+    fam = family(p.get("likelihood", "gaussian"), x.shape[1], prior)
+    master = Master(fam, np.random.default_rng([p["seed"], 999]), burnout=cfg.burnout,
+                    split_rule=p.get("split_rule", "loglik"))
     k, z, s = 1, np.zeros(len(x), dtype=np.int64), rng.integers(0, 2, len(x))
     nmi_curve, k_curve, iter_s, bytes_per_iter = [], [], [], []
     agree = True
@@ -55,7 +56,7 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
         with ctx.phase("local"):
             z, s, k_new, remap = apply_moves(z, s, moves, k, rng)
             if ctx.is_root:
-                master.ages = next_ages(master.ages, moves, remap)
+                advance(master, moves, remap)
             k = k_new
         bytes_per_iter.append(sum(comm.counters(op)[1] for op in ("Allreduce", "bcast")) - bytes0)
         iter_s.append(time.perf_counter() - t_it)

@@ -76,5 +76,6 @@ class Multinomial:
 FAMILIES = {"gaussian": Gaussian, "multinomial": Multinomial}
 
 
-def family(name: str, d: int) -> Gaussian | Multinomial:
-    return FAMILIES[name](d)
+def family(name: str, d: int, prior: NIW | None = None) -> Gaussian | Multinomial:
+    """The likelihood family ``name``; ``prior`` replaces the Gaussian's default NIW."""
+    return Gaussian(d, prior) if name == "gaussian" else FAMILIES[name](d)

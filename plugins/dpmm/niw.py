@@ -26,6 +26,17 @@ class NIW:
         """The reference's prior: m = 0, kappa = 1, nu = D + 3, Psi = I."""
         return NIW(np.zeros(d), 1.0, d + 3.0, np.eye(d))
 
+    @staticmethod
+    def empirical(x: np.ndarray, alpha: float) -> NIW:
+        """A prior scaled to the data (Fraley & Raftery's default for Bayesian Gaussian mixtures):
+        m = the data mean, kappa = 0.01, nu = D + 2, and Psi such that the prior's covariance scale
+        is the data covariance over K^(2/D), K = alpha log(1 + N/alpha), the number of clusters the
+        DP prior expects for N points: each cluster's share of the data's volume."""
+        n, d = x.shape
+        k = max(1.0, alpha * np.log1p(n / alpha))
+        cov = np.atleast_2d(np.cov(x, rowvar=False)) + 1e-9 * np.eye(d)
+        return NIW(x.mean(axis=0), 0.01, d + 2.0, cov / k ** (2.0 / d))
+
     def posterior(self, n: float, s1: np.ndarray, s2: np.ndarray) -> NIW:
         kappa = self.kappa + n
         nu = self.nu + n

@@ -33,13 +33,36 @@ class Settings:
 
 @dataclass
 class Master:
-    """What only rank 0 keeps: the likelihood family with its prior, cluster ages and the
-    master's random stream."""
+    """What only rank 0 keeps: the likelihood family with its prior, cluster ages, each cluster's
+    recent sub-cluster log marginal likelihoods and whether it may split, and the master's
+    random stream.
+
+    ``split_rule="loglik"`` is DPMMSubClusters.jl's rule: a cluster becomes splittable once it has
+    ``burnout`` sub-cluster log-likelihoods on record and their (slightly inflated) mean is no more
+    than 0.01 below the latest one, i.e. its sub-clusters have settled; ``"age"`` only waits
+    ``burnout`` iterations."""
 
     family: Family
     rng: np.random.Generator
     burnout: int = 20
+    split_rule: str = "loglik"
     ages: list[int] = field(default_factory=lambda: [0])
+    history: list[list[float]] = field(default_factory=lambda: [[]])
+    splittable: list[bool] = field(default_factory=lambda: [False])
+
+    def observe(self, stats: np.ndarray) -> None:
+        """Record this iteration's sub-cluster log marginal likelihood of every cluster and
+        update which clusters may split."""
+        logm = self.family.log_marginal
+        for j in range(stats.shape[0]):
+            hist = self.history[j]
+            hist.append(logm(stats[j, 0]) + logm(stats[j, 1]))
+            del hist[:-self.burnout]
+            if self.split_rule == "age":
+                self.splittable[j] = self.ages[j] >= self.burnout
+            elif len(hist) == self.burnout and not self.splittable[j]:
+                inflated_mean = sum(hist) / (self.burnout - 0.1)   # the reference's weighting
+                self.splittable[j] = inflated_mean - hist[-1] < 1e-2
 
 
 def local_stats(x: np.ndarray, z: np.ndarray, s: np.ndarray, k: int, fam: Family) -> np.ndarray:
@@ -100,9 +123,10 @@ def propose_moves(stats: np.ndarray, master: Master, alpha: float, allow: bool) 
             continue
         if stats[j, 0, 0] == 0 or stats[j, 1, 0] == 0:
             reset.append(j)  # a "bad" sub-cluster: re-draw its sub-labels
+    master.observe(stats)
     if allow:
         for j in range(k):
-            if master.ages[j] < master.burnout or j in reset or j in empty:
+            if not master.splittable[j] or j in reset or j in empty:
                 continue
             h = log_h_split(alpha, stats[j, 0, 0], stats[j, 1, 0], logm(stats[j, 0]), logm(stats[j, 1]),
                             logm(stats[j, 0] + stats[j, 1]))
@@ -150,11 +174,23 @@ def apply_moves(z: np.ndarray, s: np.ndarray, moves: dict[str, Any], k: int,
 
 def next_ages(ages: list[int], moves: dict[str, Any], remap: np.ndarray) -> list[int]:
     """Cluster ages after the moves: +1 for untouched clusters, 0 for split and merged ones."""
+    return [0 if age is None else age + 1 for age in _carry(ages, moves, remap)]
+
+
+def _carry(values: list[Any], moves: dict[str, Any], remap: np.ndarray) -> list[Any]:
+    """Per-cluster ``values`` after the moves: None for split, merged and new clusters."""
     fresh = set(moves["splits"]) | {a for a, _ in moves["merges"]}
-    extended = [0 if j in fresh else age + 1 for j, age in enumerate(ages)]
-    extended += [0] * (len(remap) - len(ages))  # the new halves of splits
-    out = [0] * int(remap.max() + 1)
+    extended = [None if j in fresh else v for j, v in enumerate(values)]
+    extended += [None] * (len(remap) - len(values))  # the new halves of splits
+    out: list[Any] = [None] * int(remap.max() + 1)
     for old, new in enumerate(remap):
         if new >= 0:
             out[new] = extended[old]
     return out
+
+
+def advance(master: Master, moves: dict[str, Any], remap: np.ndarray) -> None:
+    """The master's per-cluster state after the moves (split and merged clusters start afresh)."""
+    master.history = [[] if h is None else h for h in _carry(master.history, moves, remap)]
+    master.splittable = [bool(v) for v in _carry(master.splittable, moves, remap)]
+    master.ages = next_ages(master.ages, moves, remap)
