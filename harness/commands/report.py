@@ -18,8 +18,9 @@ FORMATS = ("md", "html", "csv", "parquet")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="merge results files into one report (md, html, csv, parquet)",
-                       description="Merge any number of results files or folders into one report: a table "
-                                   "per workload, plots (html), and the paper-claim reproduction summary.")
+                       description="Merge any number of results files or folders into one report: the "
+                                   "paper-claim reproduction summary first, then a table per workload and "
+                                   "plots (html).")
     p.add_argument("results", nargs="+", help="results .jsonl files or folders")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="default: from --out's suffix, else md")
