@@ -116,3 +116,30 @@ def test_allreduce_fit_finds_the_protocol_break_and_extrapolates() -> None:
     assert max(abs(r["residual"]) for r in rows) < 0.01
     straight = [(2**i, 5e-6 + 1e-9 * 2**i) for i in range(3, 21)]
     assert fit_network(straight, 2).high is None
+
+
+@pytest.mark.mpi
+def test_allreduce_algorithm_benchmark_forces_each_mpich_algorithm(tmp_path) -> None:
+    """benchmarks/allreduce_algorithms.py: one mpiexec per MPICH algorithm, a model fitted to all,
+    the model's pick next to the measured fastest at every size (the figures are not judged here)."""
+    import json
+    import pathlib
+    import subprocess
+    import sys
+
+    from harness.launch.mpi import find_mpiexec
+    if find_mpiexec() is None:
+        pytest.skip("no mpiexec in the venv")
+    script = pathlib.Path(__file__).parents[1] / "benchmarks" / "allreduce_algorithms.py"
+    out = tmp_path / "ar.json"
+    r = subprocess.run([sys.executable, str(script), "--max-kib", "16", "--reps", "3", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(out.read_text())
+    assert [row["bytes"] for row in data["rows"]] == [2**i for i in range(3, 15)]
+    algorithms = {"recursive_doubling", "rabenseifner", "ring", "binomial"}
+    for row in data["rows"]:
+        assert set(row["measured_us"]) == set(row["model_us"]) == algorithms
+        assert row["fastest"] == min(row["measured_us"], key=row["measured_us"].get)
+        assert row["model_pick"] == min(row["model_us"], key=row["model_us"].get)
+    assert "of 12 sizes" in r.stdout
