@@ -25,3 +25,14 @@ def images(n: int, classes: int, size: int, seed: int, split: int = 0, noise: fl
     y = rng.integers(0, classes, n).astype(np.int32)
     x = templates(classes, size, channels, seed)[y] + rng.normal(0.0, noise, (n, size, size, channels)).astype(np.float32)
     return x.astype(np.float32), y
+
+
+def synthetic_batch(batch: int, size: int, classes: int, seed: int):
+    """One random ImageNet-shaped batch made on the device, as tf_cnn_benchmarks' synthetic mode:
+    the same tensors feed every step, so no input pipeline is timed (uniform pixels, uniform labels;
+    nothing to learn, only speed to measure)."""
+    import tensorflow as tf
+
+    gen = tf.random.Generator.from_seed(seed)
+    return (gen.uniform((batch, size, size, 3), dtype=tf.float32),
+            gen.uniform((batch,), 0, classes, dtype=tf.int32))

@@ -20,3 +20,43 @@ def mini_alexnet(size: int, classes: int, width: int, seed: int):
         layers.Dense(8 * width, activation="relu", kernel_initializer=init),
         layers.Dense(classes, kernel_initializer=init),
     ])
+
+
+# The tf_cnn_benchmarks family (the models the paper trained), at their native input sizes.
+NATIVE_SIZE = {"mini": 64, "alexnet": 224, "resnet50": 224, "vgg16": 224, "inception3": 299}
+MODELS = tuple(NATIVE_SIZE)
+
+
+def alexnet(size: int, classes: int, seed: int):
+    """AlexNet as tf_cnn_benchmarks defines it (one tower, no LRN): conv 64 11x11/4, pool, conv 192
+    5x5, pool, conv 384, 384, 256 3x3, pool, two fully connected 4096 with dropout, logits."""
+    import tensorflow as tf
+
+    init = tf.keras.initializers.GlorotUniform(seed=seed)
+    layers = tf.keras.layers
+    conv = lambda f, k, s=1: layers.Conv2D(f, k, strides=s, padding="same", activation="relu",  # noqa: E731
+                                          kernel_initializer=init)
+    return tf.keras.Sequential([
+        layers.Input((size, size, 3)),
+        conv(64, 11, 4), layers.MaxPooling2D(3, 2),
+        conv(192, 5), layers.MaxPooling2D(3, 2),
+        conv(384, 3), conv(384, 3), conv(256, 3), layers.MaxPooling2D(3, 2),
+        layers.Flatten(),
+        layers.Dense(4096, activation="relu", kernel_initializer=init), layers.Dropout(0.5, seed=seed),
+        layers.Dense(4096, activation="relu", kernel_initializer=init), layers.Dropout(0.5, seed=seed),
+        layers.Dense(classes, kernel_initializer=init),
+    ])
+
+
+def build(name: str, size: int, classes: int, width: int, seed: int):
+    """The named model with random weights (``weights=None``: nothing is downloaded), logits out."""
+    import tensorflow as tf
+
+    if name == "mini":
+        return mini_alexnet(size, classes, width, seed)
+    if name == "alexnet":
+        return alexnet(size, classes, seed)
+    apps = {"resnet50": tf.keras.applications.ResNet50, "vgg16": tf.keras.applications.VGG16,
+            "inception3": tf.keras.applications.InceptionV3}
+    tf.keras.utils.set_random_seed(seed)
+    return apps[name](weights=None, input_shape=(size, size, 3), classes=classes, classifier_activation=None)

@@ -38,15 +38,26 @@ class Trainer:
             self.opt.apply_gradients(zip(gs, model.trainable_weights))
 
         @tf.function(reduce_retracing=True)
+        def fused(x, y):   # one rank: gradients and update in one graph, as Keras' own train step
+            with tf.GradientTape() as tape:
+                loss = self.loss_fn(y, model(x, training=True))
+            self.opt.apply_gradients(zip(tape.gradient(loss, model.trainable_weights), model.trainable_weights))
+            return loss
+
+        @tf.function(reduce_retracing=True)
         def predict(x):
             return tf.argmax(model(x, training=False), axis=1, output_type=tf.int32)
 
-        self._grads, self._apply, self.predict = grads, apply, predict
+        self._grads, self._apply, self._fused, self.predict = grads, apply, fused, predict
 
     def step(self, ctx, x: np.ndarray, y: np.ndarray) -> float:
-        """One data-parallel step on this rank's slice; returns the local loss."""
+        """One data-parallel step on this rank's slice; returns the local loss. On one rank the
+        step is one compiled function (phase forward_backward holds the optimizer too)."""
         import tensorflow as tf
 
+        if ctx.nranks == 1:
+            with ctx.phase("forward_backward"):
+                return float(self._fused(x, y))
         with ctx.phase("forward_backward"):
             loss, gs = self._grads(x, y)
             if ctx.nranks > 1:
@@ -66,22 +77,31 @@ class Trainer:
         return float(loss)
 
 
-def train(ctx, trainer: Trainer, x: np.ndarray, y: np.ndarray, steps: int, batch: int,
-          seed: list[int]) -> dict[str, Any]:
-    """``steps`` on global batches of ``batch`` images, each rank taking its slice."""
-    rng = np.random.default_rng(seed)  # the same on every rank: the same global batches
-    per_rank = max(1, batch // ctx.nranks)
+def sampled_batches(ctx, x: np.ndarray, y: np.ndarray, per_rank: int, seed: list[int]):
+    """This rank's slice of random global batches of ``per_rank * ranks`` images (the same global
+    batches on every rank)."""
+    rng = np.random.default_rng(seed)
+
+    def next_batch():
+        idx = rng.choice(len(x), size=per_rank * ctx.nranks, replace=False)
+        mine = np.sort(idx[ctx.rank * per_rank:(ctx.rank + 1) * per_rank])
+        return x[mine], y[mine]
+    return next_batch
+
+
+def train(ctx, trainer: Trainer, next_batch, steps: int, per_rank: int) -> dict[str, Any]:
+    """``steps`` data-parallel steps on this rank's batches of ``per_rank`` images (weak scaling:
+    the global batch grows with the ranks, as Horovod-style training runs)."""
     losses, agree = [], True
     t0 = time.perf_counter()
     for _ in range(steps):
-        idx = rng.choice(len(x), size=per_rank * ctx.nranks, replace=False)
-        mine = np.sort(idx[ctx.rank * per_rank:(ctx.rank + 1) * per_rank])
-        losses.append(trainer.step(ctx, x[mine], y[mine]))
+        losses.append(trainer.step(ctx, *next_batch()))
     seconds = time.perf_counter() - t0
     if ctx.nranks > 1:
         sums = ctx.comm.raw.allgather(weights_checksum(trainer.model))  # evaluation only, unprofiled
         agree = len(set(sums)) == 1
     window = max(1, steps // 4)  # batch losses are noisy: compare the first and last quarter
     return {"train_s": seconds, "images_per_s": steps * per_rank * ctx.nranks / seconds,
+            "images_per_s_per_rank": steps * per_rank / seconds,
             "loss_first": float(np.mean(losses[:window])), "loss_last": float(np.mean(losses[-window:])),
             "replicas_identical": agree}
