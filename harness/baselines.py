@@ -42,16 +42,26 @@ def is_baseline(case: Case, workload: Workload) -> bool:
     return any(claim.is_baseline(values) for claim in workload.claims)
 
 
-def _baseline_of(case: Case, other: Case, workload: Workload) -> bool:
+def baseline_of(case: Case, relative_to: dict[str, Any]) -> tuple[dict[str, Any], int, int | None]:
+    """(params, ranks, threads) of the case that ``case`` is compared with under ``relative_to``;
+    threads None: any (a baseline at another rank count is matched whatever its threads, since
+    the default thread count follows the ranks)."""
+    params = dict(case.params, **{k: v for k, v in relative_to.items() if k not in ("ranks", "threads")})
+    ranks = relative_to.get("ranks", case.ranks)
+    threads = relative_to.get("threads", None if "ranks" in relative_to else case.threads)
+    return params, ranks, threads
+
+
+def _judged_against(case: Case, other: Case, workload: Workload) -> bool:
     """True when ``other`` is the baseline of a relative claim that applies to ``case``."""
     if (other.workload, other.size, other.backend) != (case.workload, case.size, case.backend):
         return False
-    params, theirs = judged_params(case), judged_params(other)
+    params = judged_params(case)
     for claim in workload.claims:
         if claim.relative_to is None or claim.applies(params) or claim.is_baseline(params):
             continue
-        want = {**params, **claim.relative_to}
-        if all(theirs.get(k) == v for k, v in want.items() if k != "threads" or "ranks" not in claim.relative_to):
+        want, ranks, threads = baseline_of(case, claim.relative_to)
+        if other.params == want and other.ranks == ranks and threads in (None, other.threads):
             return True
     return False
 
@@ -61,7 +71,7 @@ def _dependencies_first(cases: list[Case], workload: Workload) -> list[Case]:
     (a baseline can itself have a relative claim on another baseline)."""
     todo, out = list(cases), []
     while todo:
-        ready = next((c for c in todo if not any(_baseline_of(c, o, workload) for o in todo if o is not c)),
+        ready = next((c for c in todo if not any(_judged_against(c, o, workload) for o in todo if o is not c)),
                      todo[0])   # a cycle cannot be ordered: keep the listed order
         todo.remove(ready)
         out.append(ready)
@@ -106,13 +116,8 @@ class RunIndex:
         return list(self._ok)
 
     def baseline_metrics(self, case: Case, relative_to: dict[str, Any]) -> dict[str, Any] | None:
-        """Metrics of the latest ok record that is ``case`` with ``relative_to`` swapped in.
-
-        A baseline at another rank count is matched whatever its threads (the default thread
-        count follows the ranks)."""
-        want = dict(case.params, **{k: v for k, v in relative_to.items() if k not in ("ranks", "threads")})
-        ranks = relative_to.get("ranks", case.ranks)
-        threads = relative_to.get("threads", None if "ranks" in relative_to else case.threads)
+        """Judged metrics of the latest ok record that is :func:`baseline_of` ``case``."""
+        want, ranks, threads = baseline_of(case, relative_to)
         for rec in reversed(self._ok):
             if (rec.workload.name == case.workload and rec.size == case.size and rec.params == want
                     and rec.backend.requested == case.backend and rec.launch.ranks == ranks

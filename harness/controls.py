@@ -107,7 +107,9 @@ def judge(plan: ControlPlan, records: dict[str, Record]) -> ControlOutcome:
             outcome.problem = (f"the {role} case {case.label} did not run ok: "
                                f"{(rec.status + ': ' + rec.reason) if rec else 'not run'}")
             return outcome
-    judged = {key: judged_metrics(rec.metrics, rec.metric_samples) for key, rec in records.items()}
-    baseline = judged[plan.baseline.case_id] if plan.baseline is not None else None
-    outcome.verdict = plan.claim.evaluate_control(judged[plan.case.case_id], baseline)
+    def judged(case: Case) -> dict[str, Any]:
+        rec = records[case.case_id]
+        return judged_metrics(rec.metrics, rec.metric_samples)
+    outcome.verdict = plan.claim.evaluate_control(judged(plan.case),
+                                                  judged(plan.baseline) if plan.baseline is not None else None)
     return outcome

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.baselines import RunIndex
 from harness.casefiles import CaseFiles, WorkerResult, WorkerSpec
+from harness.hardware.fingerprint import usable_cpus
 from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
 from harness.plan import Case
@@ -27,7 +28,6 @@ from harness.protocol.pmpi import ready_hook
 from harness.protocol.stats import UNSTABLE_COV, summarize
 from harness.provenance import numerics_environment, software
 from harness.registry import Registry
-from harness.hardware.fingerprint import usable_cpus
 from harness.results.record import (BackendInfo, CommSummary, LaunchInfo, PhaseStats, ProtocolInfo, Record,
                                     Stats, Throughput, WorkloadInfo)
 
@@ -111,7 +111,6 @@ def oversubscription(case: Case, launcher: Launcher) -> str:
     if launcher.kind != "mpiexec" or need <= usable:
         return ""
     return f"oversubscribed: {case.ranks} rank(s) x {case.threads} thread(s) need {need} CPUs, {usable} usable here"
-
 
 
 def skip_reason(case: Case, registry: Registry, launcher: Launcher, oversubscribe: bool = False) -> str | None:

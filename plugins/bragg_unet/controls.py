@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness_plugins.bragg_unet.model import dice_per_box
+
 THRESHOLDS = np.linspace(0.1, 0.9, 17)
 RADII = np.arange(2.0, 7.01, 0.5)
 
@@ -42,14 +44,8 @@ def _shift(volume: np.ndarray, offset: tuple[int, ...], fill: float = 0.0) -> np
     return out
 
 
-def _dice(pred: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    axes = tuple(range(1, truth.ndim))
-    sizes = pred.sum(axis=axes) + truth.sum(axis=axes)
-    return np.where(sizes > 0, 2 * (pred & truth).sum(axis=axes) / np.maximum(sizes, 1), 1.0)
-
-
 def _best_threshold(prob: np.ndarray, masks: np.ndarray, place) -> float:
-    scores = [_dice(np.stack([place(prob >= t, i) for i in range(len(masks))]), masks).mean()
+    scores = [dice_per_box(np.stack([place(prob >= t, i) for i in range(len(masks))]), masks).mean()
               for t in THRESHOLDS]
     return float(THRESHOLDS[int(np.argmax(scores))])
 

@@ -49,14 +49,20 @@ def dice_bce_loss(logits, target):
     return bce + dice.mean()
 
 
+def dice_per_box(pred, truth):
+    """Dice of every box of boolean masks (numpy; 1.0 where both masks are empty)."""
+    import numpy as np
+
+    axes = tuple(range(1, pred.ndim))
+    sizes = pred.sum(axis=axes) + truth.sum(axis=axes)
+    return np.where(sizes > 0, 2 * (pred & truth).sum(axis=axes) / np.maximum(sizes, 1), 1.0)
+
+
 def dice_iou(pred, truth) -> tuple[float, float]:
     """Mean Dice and IoU over boxes of boolean masks (numpy)."""
     import numpy as np
 
     axes = tuple(range(1, pred.ndim))
-    inter = (pred & truth).sum(axis=axes)
     union = (pred | truth).sum(axis=axes)
-    sizes = pred.sum(axis=axes) + truth.sum(axis=axes)
-    dice = np.where(sizes > 0, 2 * inter / np.maximum(sizes, 1), 1.0)
-    iou = np.where(union > 0, inter / np.maximum(union, 1), 1.0)
-    return float(dice.mean()), float(iou.mean())
+    iou = np.where(union > 0, (pred & truth).sum(axis=axes) / np.maximum(union, 1), 1.0)
+    return float(dice_per_box(pred, truth).mean()), float(iou.mean())
