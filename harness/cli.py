@@ -6,7 +6,7 @@ import sys
 
 from harness import __version__
 from harness.commands import compare, controls, info, list_, report, run, show, submit
-from harness.errors import UsageError
+from harness.errors import Interrupted, UsageError
 
 VERBS = (run, submit, controls, list_, info, show, report, compare)
 
@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as stop:
+        print(f"harness: interrupted by {stop.name}", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return 130

@@ -16,3 +16,22 @@ def did_you_mean(kind: str, name: str, known: Iterable[str]) -> UsageError:
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     listing = f" (known: {', '.join(known)})" if known else " (none are registered)"
     return UsageError(f"unknown {kind} {name!r}{hint}{listing if not close else ''}")
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal (SIGINT, SIGTERM or SIGHUP): exit status 128 + ``signum``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        import signal
+
+        return signal.Signals(self.signum).name
+
+
+def raise_interrupted(signum: int, frame: object) -> None:
+    """A signal handler: SIGTERM and SIGHUP end the run the way Ctrl-C does."""
+    raise Interrupted(signum)

@@ -11,6 +11,7 @@ import datetime as _dt
 import os
 import pathlib
 import re
+import signal
 import sys
 import time
 import uuid
@@ -166,6 +167,14 @@ def child_environment(case: Case, registry: Registry) -> tuple[dict[str, str], d
     return env, chosen
 
 
+class CaseInterrupted(Exception):
+    """The run was stopped by a signal during a case: its record says so and must still be written."""
+
+    def __init__(self, record: Record, signum: int) -> None:
+        super().__init__(record.reason)
+        self.record, self.signum = record, signum
+
+
 def _failure_reason(proc: ProcessResult, files: CaseFiles, case: Case) -> tuple[str, str]:
     if proc.timed_out:
         return "timeout", f"exceeded the {case.timeout:g} s timeout and was killed"
@@ -182,7 +191,6 @@ def _failure_reason(proc: ProcessResult, files: CaseFiles, case: Case) -> tuple[
 
 
 def _signal_name(num: int) -> str:
-    import signal
     try:
         return signal.Signals(num).name
     except ValueError:
@@ -218,7 +226,14 @@ def execute(case: Case, session: Session) -> Record:
     record.launch.launcher, record.launch.command = launch.launcher, launch.argv
     record.system_load["before"] = _load()
 
-    proc = run_process(launch.argv, launch.env, case.timeout)
+    try:
+        proc = run_process(launch.argv, launch.env, case.timeout)
+    except KeyboardInterrupt as stop:   # the case's processes are already gone (run_process)
+        signum = getattr(stop, "signum", 2)
+        record.status = "failed"
+        record.reason = f"interrupted by {_signal_name(signum)}: the run was stopped while this case ran"
+        record.duration_s = time.perf_counter() - t_start
+        raise CaseInterrupted(record, signum) from None
 
     record.system_load["after"] = _load()
     record.launch.returncode = proc.returncode

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from harness.claims import ControlOutcome
 from harness.commands.common import console, err_console, machine, registry, table, warn_problems
-from harness.commands.run import prepare_out
+from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out
 from harness.controls import cases_in_order, judge, plan_controls
 from harness.errors import UsageError
 from harness.execute import Session, execute
@@ -67,6 +67,7 @@ def main(args: argparse.Namespace) -> int:
     run_id = "controls-" + _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
                       profile_data=profile_data)
+    locks = (lock_out(out, exclusive=False), claim_work_dir(session.work_dir))  # noqa: F841 - held to the end
     todo = cases_in_order(plans)
     console.print(f"{len(plans)} control(s) of {len(names)} workload(s): {len(todo)} case(s) at size smoke "
                   f"-> {out / RESULTS_NAME}")
@@ -90,6 +91,7 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"[{i}/{len(todo)}] {escape(case.label)} ({role.role}) {record.status} "
                       f"{record.duration_s:.1f}s {escape(record.reason.splitlines()[0][:120] if record.reason else '')}",
                       soft_wrap=True, highlight=False)
+    finish_work(session.work_dir)
     results = [outcomes[j] for j in range(len(plans)) if j in outcomes] + undeclared
     outcomes_table = table("claims under their controls", "workload", "claim", "control", "verdict",
                            "measured", "result")

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import pathlib
-import shutil
 import signal
 import sys
 import uuid
@@ -14,12 +13,12 @@ from typing import Any
 from rich.markup import escape
 
 from harness.baselines import RunIndex
-from harness.casefiles import CaseFiles
 from harness.claims import summarize_claims
 from harness.commands.common import console, err_console, machine, registry, table, warn_problems
-from harness.errors import UsageError
-from harness.execute import Session, execute, prepare_launch, skip_reason
+from harness.errors import Interrupted, UsageError, raise_interrupted
+from harness.execute import CaseInterrupted, Session, execute, prepare_launch, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher
+from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out, remove_stale_work
 from harness.params import parse_int_list
 from harness.plan import Case, Overrides, expand, find_suite, parse_param_options, read_suite
 from harness.registry import Registry
@@ -117,19 +116,6 @@ def _check_positive(args: argparse.Namespace) -> None:
             raise UsageError(f"--{name} {value}: must be >= {minimum:g}")
 
 
-def prepare_out(out: str) -> pathlib.Path:
-    """Create the results folder and prove the results file can be appended to."""
-    path = pathlib.Path(out)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with open(path / RESULTS_NAME, "a"):
-            pass
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot write results there ({exc.strerror}); "
-                         "choose a writable folder") from None
-    return path
-
-
 def _entries(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.suite:
         return read_suite(find_suite(args.suite, registry()))["case"]
@@ -166,6 +152,11 @@ def main(args: argparse.Namespace) -> int:
         return _dry_run(cases, reg, launcher, args.oversubscribe)
     out = prepare_out(args.out)
     results_file = out / RESULTS_NAME
+    out_lock = lock_out(out, exclusive=args.resume)  # noqa: F841 - held until the process ends
+    stale = remove_stale_work(out)
+    if stale:
+        err_console.print(f"note: removed the work folders of {stale} earlier run(s) in {out}/.work "
+                          "(killed or finished; their records keep the output tails)", markup=False)
 
     done: set[str] = set()
     if args.resume:
@@ -185,21 +176,29 @@ def main(args: argparse.Namespace) -> int:
                       profile_data=profile_data, launcher=launcher, oversubscribe=args.oversubscribe)
     if args.resume:
         session.index = RunIndex(previous)
+    work_lock = claim_work_dir(session.work_dir)  # noqa: F841 - held until the process ends
     console.print(f"run {run_id}: {len(todo)} case(s) on {fp['cpu']['model']} "
                   f"(profile: {profile['name'] or 'unmatched'}) -> {results_file}")
 
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, raise_interrupted)
     counts: Counter[str] = Counter()
     verdicts = []
     judged: list[tuple[Case, Record]] = []
     width = len(str(len(todo)))
     for i, case in enumerate(todo, 1):
         prefix = f"[{i:>{width}}/{len(todo)}] {case.label}"
-        if console.is_terminal:
-            with console.status(f"{escape(prefix)} running (timeout {case.timeout:g} s)"):
+        try:
+            if console.is_terminal:
+                with console.status(f"{escape(prefix)} running (timeout {case.timeout:g} s)"):
+                    record = execute(case, session)
+            else:
                 record = execute(case, session)
-        else:
-            record = execute(case, session)
+        except CaseInterrupted as stop:
+            append_record(results_file, stop.record)
+            console.print(f"{escape(prefix)} [red]failed[/] {escape(stop.record.reason)}", soft_wrap=True)
+            finish_work(session.work_dir)
+            raise Interrupted(stop.signum) from None
         append_record(results_file, record)
         session.index.add(record)
         verdicts.extend(record.claims)
@@ -210,7 +209,7 @@ def main(args: argparse.Namespace) -> int:
         style = STATUS_STYLE[record.status]
         console.print(f"{escape(prefix)} [{style}]{record.status}[/] {record.duration_s:.1f}s "
                       f"{escape(_summary_line(record))}", soft_wrap=True)
-    _cleanup(session)
+    finish_work(session.work_dir)
     for problem in reg.notify_run_finished(session.index.records, out):
         err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
     total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
@@ -262,22 +261,3 @@ def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher, oversubscribe
 def _skip_reasons(path: pathlib.Path, run_id: str) -> list[str]:
     records, _ = read_records(path)
     return [r.reason for r in records if r.run_id == run_id and r.status == "skipped"]
-
-
-def _cleanup(session: Session) -> None:
-    """Remove the work folders of ok cases; failed ones keep spec and error files for debugging."""
-    work = session.work_dir
-    if not work.is_dir():
-        return
-    for case_dir in work.iterdir():
-        if CaseFiles(case_dir).succeeded():
-            shutil.rmtree(case_dir, ignore_errors=True)
-    try:
-        work.rmdir()
-        work.parent.rmdir()
-    except OSError:
-        pass
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")

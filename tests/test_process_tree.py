@@ -1,0 +1,107 @@
+"""Nothing a case starts outlives the case, its timeout or the harness itself (launch/guard.py):
+real processes, real signals, real kills."""
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import time
+
+import pytest
+
+from conftest import read_jsonl
+from harness.launch.guard import descendants
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] != b"Z"   # a zombie has ended
+
+
+def _survivors(pids: list[int], within_s: float = 2.0) -> list[int]:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.05)
+    return [p for p in pids if _alive(p)]
+
+
+def _pids(pidfile: pathlib.Path, ranks: int, wait_s: float = 60.0) -> list[int]:
+    files = [pathlib.Path(f"{pidfile}.{r}") for r in range(ranks)]
+    end = time.monotonic() + wait_s
+    while not all(f.exists() for f in files):
+        assert time.monotonic() < end, "the case never wrote its pids"
+        time.sleep(0.05)
+    return [int(p) for f in files for p in f.read_text().split()]
+
+
+def _args(tmp_path: pathlib.Path, seconds: float, *extra: str) -> list[str]:
+    return ["run", "--workload", "fault_orphans", "--param", f"seconds={seconds}", "--param",
+            f"pidfile={tmp_path / 'pids'}", "--repeats", "1", "--warmup", "0", "--out", str(tmp_path / "out"), *extra]
+
+
+def test_a_finished_case_leaves_no_process_behind(harness_cli, tmp_path) -> None:
+    r = harness_cli(*_args(tmp_path, 0.2))
+    assert r.returncode == 0, r.stdout + r.stderr
+    pids = _pids(tmp_path / "pids", 1, wait_s=0)
+    assert len(pids) == 3 and _survivors(pids) == []
+
+
+def test_the_timeout_kills_descendants_in_their_own_session(harness_cli, tmp_path) -> None:
+    r = harness_cli(*_args(tmp_path, 120, "--timeout", "3"), timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (rec,) = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert rec["status"] == "timeout" and "3 s timeout" in rec["reason"] and rec["duration_s"] < 15
+    assert _survivors(_pids(tmp_path / "pids", 1, wait_s=0)) == []
+
+
+@pytest.mark.mpi
+def test_a_killed_harness_leaves_nothing_running(harness_cli, tmp_path) -> None:
+    proc = harness_cli.popen(*_args(tmp_path, 120, "--ranks", "2", "--timeout", "600"))
+    try:
+        pids = _pids(tmp_path / "pids", 2)
+        tree = descendants(proc.pid)          # guard, mpiexec, hydra proxies, ranks, their children
+        assert set(pids) <= set(tree) | set(pids) and len(tree) >= 5
+        proc.kill()
+        proc.wait(timeout=10)
+        assert _survivors(tree + pids) == [], "processes outlived the harness by 2 s"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_stopping_signal_records_the_case_as_interrupted_and_ends_the_tree(harness_cli, tmp_path, sig) -> None:
+    proc = harness_cli.popen(*_args(tmp_path, 120, "--timeout", "600"))
+    try:
+        pids = _pids(tmp_path / "pids", 1)
+        tree = descendants(proc.pid)
+        os.kill(proc.pid, sig)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 128 + sig, err
+        assert f"interrupted by {sig.name}" in err
+        (rec,) = read_jsonl(tmp_path / "out" / "results.jsonl")
+        assert rec["status"] == "failed" and rec["reason"].startswith(f"interrupted by {sig.name}")
+        assert _survivors(tree + pids) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_work_folders_of_a_killed_run_are_removed_by_the_next(harness_cli, tmp_path) -> None:
+    proc = harness_cli.popen(*_args(tmp_path, 120, "--timeout", "600"))
+    _pids(tmp_path / "pids", 1)
+    proc.kill()
+    proc.wait(timeout=10)
+    work = tmp_path / "out" / ".work"
+    assert len(list(work.iterdir())) == 1
+    r = harness_cli("run", "--workload", "fault_slow", "--repeats", "1", "--warmup", "0", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert "removed the work folders of 1 earlier run" in r.stderr
+    assert not work.exists() or list(work.iterdir()) == []
