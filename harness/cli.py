@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from harness import __version__
@@ -28,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if hasattr(signal, "SIGXFSZ"):   # a file size limit makes writes fail (EFBIG), not the process die
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

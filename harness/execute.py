@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.baselines import RunIndex
 from harness.casefiles import CaseFiles, WorkerResult, WorkerSpec
+from harness.errors import UsageError
 from harness.hardware.fingerprint import usable_cpus
 from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
@@ -209,7 +210,6 @@ def execute(case: Case, session: Session) -> Record:
 
     reg = session.registry
     files = CaseFiles(session.work_dir / f"{uuid.uuid4().hex[:8]}-{_slug(case.label)}")
-    files.folder.mkdir(parents=True, exist_ok=True)
     plugins = [reg.source("workload", case.workload)]
     if case.backend:
         plugins.append(reg.source("backend", case.backend))
@@ -220,7 +220,13 @@ def execute(case: Case, session: Session) -> Record:
         artifact_dir=str(session.out_dir / "artifacts" / _slug(f"{case.label}-{record.id[:8]}")),
         profile=session.profile_data, profile_dirs=[str(d) for d in reg.profile_dirs],
         pmpi_hook=session.allreduce_hook()[0])
-    launch = prepare_launch(case, reg, session.launcher, spec.write())
+    try:
+        files.folder.mkdir(parents=True, exist_ok=True)
+        spec_path = spec.write()
+    except OSError as exc:
+        raise UsageError(f"--out {session.out_dir}: cannot write the case's work files in {files.folder} "
+                         f"({exc.strerror}); free space there or choose another --out") from None
+    launch = prepare_launch(case, reg, session.launcher, spec_path)
     record.backend.environment = launch.chosen
     record.environment = numerics_environment(launch.env)
     record.launch.launcher, record.launch.command = launch.launcher, launch.argv

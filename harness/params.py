@@ -1,6 +1,8 @@
 """Typed workload parameters: defaults, parsing from the command line, validation."""
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +86,8 @@ class Param:
             raise UsageError(
                 f"param {name}={value!r}: expected {self.type.__name__}{self._range_text()}"
             )
+        if self.type is float and not math.isfinite(value):
+            raise UsageError(f"param {name}={value!r}: expected a finite number{self._range_text()}")
         if self.minimum is not None and value < self.minimum:
             raise UsageError(f"param {name}={value!r} is below the minimum {self.minimum}")
         if self.maximum is not None and value > self.maximum:

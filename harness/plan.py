@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import pathlib
 import tomllib
@@ -24,6 +25,10 @@ SUITE_KEYS = {"description", "case"}
 DEFAULT_REPEATS = 5
 DEFAULT_WARMUP = 1
 DEFAULT_TIMEOUT_S = 900.0
+# Bounds of the resource and protocol values, from the command line or a suite: beyond them a
+# value is a typo (or an attack on the machine), not a plan.
+LIMITS = {"ranks": (1, 65536), "threads": (1, 4096), "repeats": (1, 100000), "warmup": (0, 10000),
+          "timeout": (1.0, 30 * 86400.0)}
 
 
 @dataclass
@@ -96,9 +101,11 @@ def find_suite(name: str, registry: Registry) -> pathlib.Path:
 def read_suite(path: pathlib.Path) -> dict[str, Any]:
     """Parse and check a suite file; every problem names the file and what to fix."""
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"suite {path}: malformed TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"suite {path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     except OSError as exc:
         raise UsageError(f"suite {path}: cannot read: {exc.strerror}") from None
     unknown = set(data) - SUITE_KEYS
@@ -113,9 +120,54 @@ def read_suite(path: pathlib.Path) -> dict[str, Any]:
             raise UsageError(f"suite {path}: case {i} has unknown keys {sorted(bad)} (allowed: {sorted(CASE_KEYS)})")
         if "workload" not in c:
             raise UsageError(f"suite {path}: case {i} has no 'workload' (a name, a list, or \"*\")")
-        if "params" in c and not isinstance(c["params"], dict):
-            raise UsageError(f"suite {path}: case {i}: 'params' must be a table")
+        for key, value in c.items():
+            problem = _suite_value_problem(key, value)
+            if problem:
+                raise UsageError(f"suite {path}: case {i}: {key} = {_short(value)}: {problem}")
     return data
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _suite_value_problem(key: str, value: Any) -> str:
+    """What is wrong with one key of a suite's case table ('' when nothing)."""
+    names = value if isinstance(value, list) else [value]
+    if key in ("workload", "backend"):
+        if not names or not all(isinstance(n, str) and n.strip() for n in names):
+            return f"expected a {key} name or a list of names (strings)"
+    elif key == "size":
+        from harness.workload import SIZES
+        if value not in SIZES:
+            return f"expected one of {', '.join(SIZES)}"
+    elif key in ("ranks", "threads"):
+        lo, hi = LIMITS[key]
+        if not names or not all(isinstance(n, int) and not isinstance(n, bool) and lo <= n <= hi for n in names):
+            return f"expected an integer or a list of integers between {lo} and {hi}"
+    elif key in ("repeats", "warmup"):
+        lo, hi = LIMITS[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            return f"expected an integer between {lo} and {hi}"
+    elif key == "timeout":
+        lo, hi = LIMITS[key]
+        if not _is_number(value) or not math.isfinite(value) or not lo <= value <= hi:
+            return f"expected seconds, a finite number between {lo:g} and {hi:g}"
+    elif key == "params":
+        if not isinstance(value, dict):
+            return "expected a table ([case.params])"
+        for name, v in value.items():
+            items = v if isinstance(v, list) else [v]
+            if not items or not all(isinstance(x, (str, int, float, bool)) for x in items):
+                return f"param {name!r}: expected a value or a list of values (string, number, true/false)"
+            if any(isinstance(x, float) and not math.isfinite(x) for x in items):
+                return f"param {name!r}: expected finite numbers (no nan or inf)"
+    return ""
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -179,6 +231,12 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                             "warmup", 0),
                         timeout=float(cli.timeout or entry.get("timeout", DEFAULT_TIMEOUT_S)),
                         swept={k: params[k] for k in keys}))
+    seen: dict[str, Case] = {}
+    for case in cases:
+        if case.case_id in seen:
+            raise UsageError(f"case {case.label} is selected twice (a value repeated in a sweep, or two suite "
+                             "entries for the same case): list each value once")
+        seen[case.case_id] = case
     unused = set(cli.params) - used_cli_params
     if unused:
         raise UsageError(f"--param {', '.join(sorted(unused))}: no selected workload has such a param "

@@ -7,7 +7,6 @@ parent records the case as failed with the reason instead of waiting on a hang.
 """
 from __future__ import annotations
 
-import math
 import os
 import pathlib
 import resource
@@ -25,7 +24,8 @@ from harness.protocol.pmpi import AllreduceHook, attach_hook, load_hook
 
 
 def clean_metrics(metrics: Any) -> dict[str, Any]:
-    """Metrics as JSON: numbers, strings, booleans and lists of them; NaN/inf become None."""
+    """Metrics as JSON-like values: numbers, strings, booleans and lists of them. NaN and
+    infinities pass through; the parent stores them as null and names them in the record."""
     if metrics is None:
         return {}
     if not isinstance(metrics, dict):
@@ -34,8 +34,6 @@ def clean_metrics(metrics: Any) -> dict[str, Any]:
     def scalar(key: str, v: Any) -> Any:
         if hasattr(v, "item") and callable(v.item):  # numpy scalars
             v = v.item()
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
         raise TypeError(f"metric {key!r} has unsupported type {type(v).__name__}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import math
 import pathlib
 import signal
 import sys
@@ -20,7 +21,7 @@ from harness.execute import CaseInterrupted, Session, execute, prepare_launch, s
 from harness.launch.launcher import LAUNCHERS, Launcher
 from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out, remove_stale_work
 from harness.params import parse_int_list
-from harness.plan import Case, Overrides, expand, find_suite, parse_param_options, read_suite
+from harness.plan import LIMITS, Case, Overrides, expand, find_suite, parse_param_options, read_suite
 from harness.registry import Registry
 from harness.report.tables import measured_text, verdict_text
 from harness.results.record import Record
@@ -106,14 +107,16 @@ def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
 
 
 def _int_list(text: str | None, option: str) -> list[int] | None:
-    return None if text is None else parse_int_list(text, option)
+    lo, hi = LIMITS[option.removeprefix("--")]
+    return None if text is None else parse_int_list(text, option, lo, hi)
 
 
 def _check_positive(args: argparse.Namespace) -> None:
-    for name, minimum in (("repeats", 1), ("warmup", 0), ("timeout", 0.001)):
+    for name in ("repeats", "warmup", "timeout"):
         value = getattr(args, name)
-        if value is not None and value < minimum:
-            raise UsageError(f"--{name} {value}: must be >= {minimum:g}")
+        lo, hi = LIMITS[name]
+        if value is not None and not (math.isfinite(value) and lo <= value <= hi):
+            raise UsageError(f"--{name} {value}: must be a finite number between {lo:g} and {hi:g}")
 
 
 def _entries(args: argparse.Namespace) -> list[dict[str, Any]]:

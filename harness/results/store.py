@@ -6,8 +6,10 @@ skip (and report) a torn or invalid line, naming the file and line.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
+import math
 import os
 import pathlib
 from collections.abc import Iterable
@@ -20,12 +22,37 @@ from harness.results.schema import schema_errors, validate
 RESULTS_NAME = "results.jsonl"
 
 
+def finite_json(value: Any, where: str, replaced: list[str]) -> Any:
+    """``value`` with every NaN or infinity replaced by None (JSON has neither); the JSON paths
+    of the replaced values are added to ``replaced``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        replaced.append(where)
+        return None
+    if isinstance(value, dict):
+        return {k: finite_json(v, f"{where}.{k}" if where else str(k), replaced) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v, f"{where}[{i}]", replaced) for i, v in enumerate(value)]
+    return value
+
+
 def append_record(path: pathlib.Path, record: Record) -> None:
-    """Validate ``record`` and append it as one line of ``path``."""
-    as_json = record.to_json()
+    """Validate ``record`` and append it as one line of ``path``: all of the line or nothing.
+
+    Non-finite numbers are stored as null and named in the record's reason, so a NaN metric
+    never costs the record. A write that fails part-way (a full disk, a file size limit) is cut
+    back to the file's previous length and raised as a UsageError naming the file."""
+    replaced: list[str] = []
+    as_json = finite_json(record.to_json(), "", replaced)
+    if replaced:
+        note = f"non-finite values stored as null: {', '.join(replaced[:8])}{' ...' if len(replaced) > 8 else ''}"
+        as_json["reason"] = f"{as_json['reason']}; {note}" if as_json.get("reason") else note
     validate(as_json)
     data = (json.dumps(as_json, separators=(",", ":"), allow_nan=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot open the results file for writing ({exc.strerror}); "
+                         "choose a writable --out") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
@@ -35,12 +62,26 @@ def append_record(path: pathlib.Path, record: Record) -> None:
                 f.seek(size - 1)
                 if f.read(1) != b"\n":
                     data = b"\n" + data
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        try:
+            _write_all(fd, data)
+        except OSError as exc:
+            os.ftruncate(fd, size)
+            raise UsageError(f"{path}: could not append the record of {record.case_id} ({exc.strerror}); "
+                             "the file is as it was before; free space (or raise the file size limit) "
+                             "and rerun with --resume") from None
     finally:
         os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte and fsync; a short write with no error (a full disk) is an ENOSPC."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written == 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+    os.fsync(fd)
 
 
 def parse_record(data: Any) -> tuple[Record | None, str]:

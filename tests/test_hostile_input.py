@@ -1,0 +1,117 @@
+"""Bad values are refused where they enter, with the input named and exit status 2; what cannot
+be stored is stored as null with a note; a full disk loses nothing already written."""
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from conftest import read_jsonl
+
+
+def _last_line(r: subprocess.CompletedProcess[str]) -> str:
+    return r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e309", "0", "-1", "1e-9"])
+def test_a_non_finite_or_tiny_timeout_is_refused(harness_cli, tmp_path, value) -> None:
+    r = harness_cli("run", "--workload", "fault_slow", f"--timeout={value}", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--timeout" in _last_line(r) and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_non_finite_param_is_refused_naming_it(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "cnn_scaling", "--size", "smoke", "--param", "latency_us=0,nan,1",
+                    "--out", str(tmp_path))
+    assert r.returncode == 2 and "latency_us=nan" in r.stderr and "finite" in r.stderr, r.stderr
+    assert not (tmp_path / "results.jsonl").exists()   # refused before anything was created
+
+
+def test_huge_counts_and_repeated_sweep_values_are_refused(harness_cli, tmp_path) -> None:
+    for args in (["--ranks", "100000000"], ["--threads", "99999"], ["--repeats", "10000000"],
+                 ["--param", "seconds=0.1,0.1"], ["--out", ""]):
+        r = harness_cli("run", "--workload", "fault_slow", *args, "--out" if args[0] != "--out" else "--size",
+                        str(tmp_path) if args[0] != "--out" else "smoke")
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (args, r.stderr)
+
+
+def test_non_finite_metrics_are_stored_as_null_with_a_note(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "fault_nan,fault_slow", "--repeats", "1", "--warmup", "0",
+                    "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    nan, slow = read_jsonl(tmp_path / "results.jsonl")      # both records: none lost
+    assert nan["status"] == "ok" and slow["status"] == "ok"
+    assert nan["metrics"]["loss"] is None and nan["metrics"]["rate"] is None and nan["metrics"]["fine"] == 2.0
+    assert nan["metrics"]["curve"] == [1.0, None]
+    assert "non-finite values stored as null" in nan["reason"] and "metrics.loss" in nan["reason"]
+    show = harness_cli("show", str(tmp_path))
+    assert show.returncode == 0 and "Traceback" not in show.stderr, show.stderr
+
+
+SUITES = {
+    "workload = 5": "workload",
+    'workload = ["fault_slow", 7]': "workload",
+    'workload = "fault_slow"\nbackend = 5': "backend",
+    'workload = "fault_slow"\nsize = ["smoke"]': "size",
+    'workload = "fault_slow"\ntimeout = "abc"': "timeout",
+    'workload = "fault_slow"\ntimeout = nan': "timeout",
+    'workload = "fault_slow"\ntimeout = -1': "timeout",
+    'workload = "fault_slow"\nranks = 0': "ranks",
+    'workload = "fault_slow"\nrepeats = 1.5': "repeats",
+    'workload = "fault_slow"\n[case.params]\nseconds = inf': "seconds",
+    'workload = "fault_slow"\nparams = 3': "params",
+}
+
+
+@pytest.mark.parametrize("body", list(SUITES), ids=list(range(len(SUITES))))
+def test_suite_values_are_validated_with_file_and_key_named(harness_cli, tmp_path, body) -> None:
+    suite = tmp_path / "bad.toml"
+    suite.write_text(f'description = "x"\n[[case]]\n{body}\n')
+    r = harness_cli("run", "--suite", str(suite), "--out", str(tmp_path / "out"))
+    line = _last_line(r)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert str(suite) in line and SUITES[body] in line, line
+
+
+def test_a_suite_that_is_not_utf8_is_refused(harness_cli, tmp_path) -> None:
+    suite = tmp_path / "latin1.toml"
+    suite.write_bytes(b'description = "caf\xe9"\n[[case]]\nworkload = "fault_slow"\n')
+    r = harness_cli("run", "--suite", str(suite), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "not UTF-8" in _last_line(r) and str(suite) in _last_line(r), r.stderr
+
+
+def _limited(limit: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_a_full_disk_during_an_append_leaves_the_file_as_it_was(harness_cli, tmp_path) -> None:
+    out = tmp_path / "out"
+    first = harness_cli("run", "--workload", "fault_slow", "--repeats", "1", "--warmup", "0", "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    results = out / "results.jsonl"
+    before = results.read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--workload", "fault_slow", "--param", "tag=1",
+                           "--repeats", "1", "--warmup", "0", "--out", str(out)], env=harness_cli.env(),
+                          capture_output=True, text=True, timeout=120, preexec_fn=_limited(len(before) + 200))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "the file is as it was before" in _last_line(proc)
+    assert results.read_bytes() == before
+
+
+def test_a_full_disk_for_the_case_files_is_a_one_line_error(harness_cli, tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--workload", "fault_slow", "--out",
+                           str(tmp_path / "out")], env=harness_cli.env(), capture_output=True, text=True,
+                          timeout=120, preexec_fn=_limited(64))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cannot write the case's work files" in _last_line(proc) or "--out" in _last_line(proc)
+
+
+def test_an_unwritable_out_is_a_one_line_error(harness_cli, tmp_path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    r = harness_cli("run", "--workload", "fault_slow", "--out", str(blocker / "sub"))
+    assert r.returncode == 2 and "--out" in _last_line(r) and "Traceback" not in r.stderr, r.stderr
+    assert "choose a writable folder" in _last_line(r)
