@@ -123,3 +123,24 @@ def test_submit_bad_input_is_exit_2(harness_cli, tmp_path, fake_slurm) -> None:
                                      ("soon", False), ("1:2:3:4", False), ("", False)])
 def test_slurm_time_formats(text, ok) -> None:
     assert valid_time(text) is ok
+
+
+@pytest.mark.parametrize("option,value", [
+    ("--job-name", "x\ntouch /tmp/pwned"), ("--job-name", "../../x"), ("--job-name", "a b"),
+    ("--partition", "p\ntouch /tmp/pwned"), ("--account", "a;touch /tmp/pwned"),
+    ("--sbatch-arg", "--comment=x\ntouch /tmp/pwned"), ("--launcher-arg", "--mpi=pmi2\ntouch /tmp/pwned"),
+    ("--out", "/tmp/o\ntouch /tmp/pwned"), ("--out", "/tmp/with space")])
+def test_nothing_injects_into_the_batch_script(harness_cli, tmp_path, option, value) -> None:
+    args = ["submit", "--workload", "probe", "--dry-run"]
+    args += [option, value] if option == "--out" else [option + "=" + value, "--out", str(tmp_path / "o")]
+    r = harness_cli(*args)
+    assert r.returncode == 2 and option in r.stderr and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "touch /tmp/pwned" not in r.stdout
+
+
+def test_every_line_of_a_batch_script_is_a_directive_a_comment_or_ours(harness_cli, tmp_path) -> None:
+    r = harness_cli("submit", "--workload", "probe", "--dry-run", "--job-name", "bench.v2", "--partition",
+                    "cpu,gpu", "--sbatch-arg=--exclusive", "--out", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert all(ln.startswith(("#", "set -euo pipefail", "cd ", "exec ")) for ln in lines), lines

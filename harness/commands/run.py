@@ -19,6 +19,7 @@ from harness.commands.common import console, err_console, machine, registry, tab
 from harness.errors import Interrupted, UsageError, raise_interrupted
 from harness.execute import CaseInterrupted, Session, execute, prepare_launch, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher
+from harness.launch.slurm import script_text_problem
 from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out, remove_stale_work
 from harness.params import parse_int_list
 from harness.plan import LIMITS, Case, Overrides, expand, find_suite, parse_param_options, read_suite
@@ -144,6 +145,10 @@ def _summary_line(record: Record) -> str:
 def main(args: argparse.Namespace) -> int:
     if args.nodes is not None and args.nodes < 1:
         raise UsageError(f"--nodes {args.nodes}: must be >= 1")
+    for a in args.launcher_arg:
+        problem = script_text_problem("--launcher-arg", a)
+        if problem:
+            raise UsageError(problem)
     launcher = Launcher(kind=args.launcher, nodes=args.nodes, extra_args=tuple(args.launcher_arg))
     why = launcher.problem()
     if why:

@@ -15,7 +15,7 @@ from harness import __version__
 from harness.commands.common import console, err_console, registry, warn_problems
 from harness.commands.run import add_case_options, case_argv, plan_cases
 from harness.errors import UsageError
-from harness.launch.slurm import BatchJob, find_sbatch, render_batch_script, submit, valid_time
+from harness.launch.slurm import BatchJob, find_sbatch, render_batch_script, script_text_problem, submit, valid_time
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +39,14 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--nodes {args.nodes}: must be >= 1")
     if not valid_time(args.time):
         raise UsageError(f"--time {args.time!r}: use a Slurm time such as 30, 1:30:00 or 1-12:00:00")
+    checks = [("--job-name", args.job_name, "name"), ("--partition", args.partition, "names"),
+              ("--account", args.account, "names"), ("--out", str(pathlib.Path(args.out).resolve()), "path"),
+              *(("--sbatch-arg", a, "text") for a in args.sbatch_arg),
+              *(("--launcher-arg", a, "text") for a in args.launcher_arg)]
+    for option, value, kind in checks:
+        problem = value is not None and script_text_problem(option, value, kind)
+        if problem:
+            raise UsageError(problem)
     for a in args.sbatch_arg:
         if not a.startswith("-"):
             raise UsageError(f"--sbatch-arg {a!r}: give an sbatch option such as --exclusive "
@@ -75,6 +83,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         (out / "slurm").mkdir(parents=True, exist_ok=True)
         path = out / "slurm" / f"{args.job_name}-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}.sbatch"
+        assert path.resolve().parent == (out / "slurm").resolve(), "job names are checked above"
         path.write_text(script)
     except OSError as exc:
         raise UsageError(f"--out {args.out}: cannot write the batch script there ({exc.strerror})") from None

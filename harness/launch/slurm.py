@@ -18,6 +18,29 @@ from dataclasses import dataclass, field
 _TIME = re.compile(r"^(\d+-\d{1,2}(:\d{1,2}){0,2}|\d+(:\d{1,2}){0,2})$")
 
 
+# What the harness renders into #SBATCH lines: names Slurm accepts, no whitespace, no control
+# characters (a newline would start a shell line of its own in the batch script).
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+_NAMES = re.compile(r"^[A-Za-z0-9._+-]{1,64}(,[A-Za-z0-9._+-]{1,64})*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def script_text_problem(option: str, value: str, kind: str = "text") -> str:
+    """Why ``value`` of ``option`` cannot go into a batch script ('' when it can). ``kind``:
+    "name" (a job name), "names" (a partition or account, comma-separated), "path" (no
+    whitespace), or "text" (anything without control characters)."""
+    if _CONTROL.search(value):
+        return f"{option} {value!r}: control characters (a newline, a tab, ...) cannot go into a batch script"
+    if kind == "name" and not _NAME.match(value):
+        return (f"{option} {value!r}: use letters, digits and . _ + - (at most 64, starting with a letter "
+                "or digit)")
+    if kind == "names" and not _NAMES.match(value):
+        return f"{option} {value!r}: use names of letters, digits and . _ + -, separated by commas"
+    if kind == "path" and re.search(r"\s", value):
+        return f"{option} {value!r}: a path with whitespace cannot go into an #SBATCH line; choose another"
+    return ""
+
+
 def in_allocation() -> bool:
     """True inside a Slurm job (batch script, salloc shell)."""
     return bool(os.environ.get("SLURM_JOB_ID"))
