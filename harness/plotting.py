@@ -11,6 +11,8 @@ def pyplot() -> Any:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    # Labels come from records (params, paths): "$" is a dollar sign, not mathtext to parse.
+    plt.rcParams["text.parse_math"] = False
     return plt
 
 

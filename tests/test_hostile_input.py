@@ -2,6 +2,8 @@
 be stored is stored as null with a note; a full disk loses nothing already written."""
 from __future__ import annotations
 
+import json
+import pathlib
 import resource
 import subprocess
 import sys
@@ -115,3 +117,54 @@ def test_an_unwritable_out_is_a_one_line_error(harness_cli, tmp_path) -> None:
     r = harness_cli("run", "--workload", "fault_slow", "--out", str(blocker / "sub"))
     assert r.returncode == 2 and "--out" in _last_line(r) and "Traceback" not in r.stderr, r.stderr
     assert "choose a writable folder" in _last_line(r)
+
+
+def _hostile_results(folder: pathlib.Path) -> pathlib.Path:
+    """Records holding markup, mathtext, HTML and formulas in their strings, NaN samples, and
+    lines that are not records at all (deep nesting, a 5000-digit number, garbage)."""
+    from conftest import make_record
+
+    folder.mkdir(parents=True, exist_ok=True)
+    strings = ["/data/[/]x[bold]y", "$\\foo{$", "<script>alert(1)</script>", "=HYPERLINK(\"http://x\")", "25:50:100"]
+    lines = []
+    for i, text in enumerate(strings):
+        rec = make_record(case_id=f"w[smoke]{{{i}}}", params={"dataset": text}, swept={"dataset": text}, reason=text)
+        lines.append(json.dumps(rec.to_json()))
+    nan = make_record(case_id="w[smoke]{nan}", samples=[float("nan"), 1.0, float("nan")])
+    lines.append(json.dumps(nan.to_json()))          # Python's json writes NaN; readers must cope
+    lines += ["[" * 100000, "9" * 5000, '{"schema_version": 2, "x": ' + "1" * 5000 + "}"]
+    lines += [f"garbage {i}" for i in range(200)]
+    path = folder / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_readers_treat_record_strings_as_text_and_survive_any_line(harness_cli, tmp_path) -> None:
+    _hostile_results(tmp_path / "h")
+    show = harness_cli("show", str(tmp_path / "h"))
+    assert show.returncode == 0 and "Traceback" not in show.stderr, show.stderr
+    assert "[/]x[bold]y" in show.stdout.replace("\n", "")       # printed as written, not eaten as markup
+    warnings = [ln for ln in show.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 6 and "more unreadable line(s)" in warnings[-1]   # 203 bad lines, 6 warnings
+    for fmt in ("md", "html", "csv"):
+        out = tmp_path / f"report.{fmt}"
+        r = harness_cli("report", str(tmp_path / "h"), "--out", str(out))
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (fmt, r.stderr)
+        text = out.read_text()
+        if fmt in ("md", "html"):
+            assert "<script>" not in text, fmt                    # escaped: rendered as text
+        else:
+            assert ",=HYPERLINK" not in text and "'=HYPERLINK" in text
+    listing = harness_cli("list", "workloads")
+    assert listing.returncode == 0 and "💯" not in listing.stdout
+
+
+def test_compare_with_no_ok_record_on_one_side_is_exit_2(harness_cli, tmp_path) -> None:
+    from conftest import make_record
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "results.jsonl").write_text(json.dumps(make_record(status="failed", reason="x").to_json()) + "\n")
+    (tmp_path / "b" / "results.jsonl").write_text(json.dumps(make_record().to_json()) + "\n")
+    r = harness_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert r.returncode == 2 and "no ok record in" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from harness.hardware.fingerprint import fingerprint
 from harness.hardware.profiles import Profile, load_profiles, match_profile
@@ -15,8 +16,23 @@ import sys
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
 _WIDTH = None if sys.stdout.isatty() else 160
-console = Console(highlight=False, width=_WIDTH)
-err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+# emoji=False: ":100:" in "25:50:100" is a sweep, not an emoji.
+console = Console(highlight=False, emoji=False, width=_WIDTH)
+err_console = Console(stderr=True, highlight=False, emoji=False, width=None if sys.stderr.isatty() else 160)
+SHOWN_PROBLEMS = 5   # unreadable lines listed one by one; the rest are counted
+
+
+def warn(message: str) -> None:
+    """'warning: MESSAGE' on stderr; the message is text, never markup."""
+    err_console.print(Text.assemble(("warning:", "yellow"), " ", message))
+
+
+def warn_unreadable(problems: list[str]) -> None:
+    """The first few unreadable-line problems one per line, then one line counting the rest."""
+    for p in problems[:SHOWN_PROBLEMS]:
+        warn(p)
+    if len(problems) > SHOWN_PROBLEMS:
+        warn(f"... and {len(problems) - SHOWN_PROBLEMS} more unreadable line(s), the last: {problems[-1]}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,7 +62,6 @@ def table(title: str, *columns: str) -> Table:
 
 def warn_problems(problems: list[Problem]) -> None:
     if problems:
-        err_console.print(f"[yellow]warning:[/] {len(problems)} plugin problem(s); "
-                          "`harness list` shows them:")
+        warn(f"{len(problems)} plugin problem(s); `harness list` shows them:")
         for p in problems:
-            err_console.print(f"  {p.source}: {p.reason}", markup=False)
+            err_console.print(Text(f"  {p.source}: {p.reason}"))

@@ -5,7 +5,7 @@ import argparse
 
 from rich.table import Table
 
-from harness.commands.common import console, err_console
+from harness.commands.common import console, warn_unreadable
 from harness.errors import UsageError
 from harness.report.compare import COLUMNS, as_json, as_rows, compare, summary
 from harness.results.frame import load_frame
@@ -29,10 +29,13 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--alpha must be in (0, 1) and --threshold >= 0")
     base, p1 = load_frame([args.baseline])
     cand, p2 = load_frame([args.candidate])
-    for p in p1 + p2:
-        err_console.print(f"warning: {p}", markup=False)
+    warn_unreadable(p1 + p2)
     if base.empty or cand.empty:
         raise UsageError("no readable records in " + (args.baseline if base.empty else args.candidate))
+    for side, frame in ((args.baseline, base), (args.candidate, cand)):
+        if not (frame.status == "ok").any():
+            raise UsageError(f"no ok record in {side} (only {', '.join(sorted(set(frame.status)))}): "
+                             "nothing to compare on that side")
     results = compare(base, cand, args.threshold, args.alpha)
     if not results:
         raise UsageError("no case appears in both (same workload, size, params, ranks, threads)")

@@ -7,7 +7,7 @@ import pathlib
 import sys
 import tempfile
 
-from harness.commands.common import err_console
+from harness.commands.common import warn_unreadable
 from harness.errors import UsageError
 from harness.report.html import html_report
 from harness.report.tables import markdown_report
@@ -45,8 +45,7 @@ def main(args: argparse.Namespace) -> int:
     if fmt not in FORMATS:
         raise UsageError(f"--out {args.out}: cannot tell the format from {fmt!r}; use --format {'|'.join(FORMATS)}")
     df, problems = load_frame(args.results)
-    for p in problems:
-        err_console.print(f"warning: {p}", markup=False)
+    warn_unreadable(problems)
     if df.empty:
         raise UsageError(f"no readable records in {', '.join(args.results)}")
     out = pathlib.Path(args.out) if args.out else None
@@ -60,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
     elif fmt == "csv":
         flat = df.drop(columns=NESTED_COLUMNS)
         metrics = pd_json_columns(df)
-        data = flat.join(metrics).to_csv(index=False).encode()
+        data = defuse_formulas(flat.join(metrics)).to_csv(index=False).encode()
     else:
         try:
             import pyarrow  # noqa: F401
@@ -77,6 +76,17 @@ def main(args: argparse.Namespace) -> int:
         _write_atomic(out, data)
         print(f"wrote {out} ({len(data)} bytes, {len(df)} records)")
     return 0
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def defuse_formulas(frame):
+    """Text cells that a spreadsheet would run as a formula get a leading apostrophe (OWASP's
+    advice for CSV injection); numbers are left alone."""
+    def defuse(v):
+        return "'" + v if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v
+    return frame.map(defuse) if hasattr(frame, "map") else frame.applymap(defuse)
 
 
 def pd_json_columns(df):

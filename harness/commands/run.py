@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from harness.baselines import RunIndex
 from harness.claims import summarize_claims
-from harness.commands.common import console, err_console, machine, registry, table, warn_problems
+from harness.commands.common import console, err_console, machine, registry, table, warn, warn_problems, warn_unreadable
 from harness.errors import Interrupted, UsageError, raise_interrupted
 from harness.execute import CaseInterrupted, Session, execute, prepare_launch, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher
@@ -170,8 +170,7 @@ def main(args: argparse.Namespace) -> int:
     if args.resume:
         previous, problems = read_records(results_file)
         done = {r.case_id for r in previous if r.ok}
-        for p in problems:
-            err_console.print(f"[yellow]warning:[/] {p}", markup=False)
+        warn_unreadable(problems)
     todo = [c for c in cases if c.case_id not in done]
     if done:
         console.print(f"resume: {len(cases) - len(todo)} of {len(cases)} cases already ok, {len(todo)} to run")
@@ -212,14 +211,14 @@ def main(args: argparse.Namespace) -> int:
         verdicts.extend(record.claims)
         judged.append((case, record))
         for problem in reg.notify_case_finished(record):
-            err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
+            warn(f"{problem.source}: {problem.reason}")
         counts[record.status] += 1
         style = STATUS_STYLE[record.status]
         console.print(f"{escape(prefix)} [{style}]{record.status}[/] {record.duration_s:.1f}s "
                       f"{escape(_summary_line(record))}", soft_wrap=True)
     finish_work(session.work_dir)
     for problem in reg.notify_run_finished(session.index.records, out):
-        err_console.print(f"[yellow]warning:[/] {problem.source}: {problem.reason}", markup=False)
+        warn(f"{problem.source}: {problem.reason}")
     total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     console.print(f"done: {total or 'nothing to do'}; records in {results_file}")
     if any(v.status != "not_applicable" for v in verdicts):

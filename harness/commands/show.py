@@ -4,8 +4,9 @@ from __future__ import annotations
 import argparse
 
 from rich.table import Table
+from rich.text import Text
 
-from harness.commands.common import console, err_console
+from harness.commands.common import console, warn_unreadable
 from harness.claims import summarize_claims
 from harness.errors import UsageError
 from harness.results.record import Record
@@ -53,14 +54,13 @@ COLUMNS = ["workload", "size", "params", "backend", "ranks x thr", "status", "me
 
 def main(args: argparse.Namespace) -> int:
     records, problems = load_records(args.results)
-    for p in problems:
-        err_console.print(f"[yellow]warning:[/] {p}", markup=False)
+    warn_unreadable(problems)
     if not records:
         raise UsageError(f"no readable records in {', '.join(args.results)}")
     t = Table(title=f"{len(records)} record(s)", title_justify="left")
     for col in COLUMNS + (["metrics"] if args.metrics else []):
         t.add_column(col, overflow="fold")
     for r in records:
-        t.add_row(*row(r, args.metrics))
+        t.add_row(*map(Text, row(r, args.metrics)))   # record strings are text, never markup
     console.print(t)
     return 0

@@ -95,6 +95,41 @@ def parse_record(data: Any) -> tuple[Record | None, str]:
     return Record.from_json(upgrade_v1(data) if version == 1 else data), ""
 
 
+MAX_LINE_BYTES = 64 * 1024 * 1024   # no record comes near this; a longer line is not one
+MAX_DEPTH = 64                       # records nest a handful of levels
+
+
+def _too_deep(line: str) -> bool:
+    """True when brackets nest deeper than MAX_DEPTH (checked before parsing, so that a line of
+    100,000 '[' costs a scan, not a RecursionError). Brackets inside strings count too: a record
+    never has 64 of them open at once."""
+    depth = 0
+    for ch in line:
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
+
+
+def parse_line(line: str) -> tuple[Record | None, str]:
+    """(the record, '') of one results line, or (None, why it is not one). Never raises."""
+    if len(line) > MAX_LINE_BYTES:
+        return None, f"longer than {MAX_LINE_BYTES // 2**20} MiB"
+    if _too_deep(line):
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        return None, f"not valid JSON ({getattr(exc, 'msg', str(exc))[:120]})"
+    try:
+        return parse_record(data)
+    except Exception as exc:   # schema-valid but unusable: the reader must survive any line
+        return None, f"cannot be read as a record ({type(exc).__name__}: {str(exc)[:120]})"
+
+
 def read_records(path: pathlib.Path) -> tuple[list[Record], list[str]]:
     """Valid records of one JSONL file (version 1 upgraded to 2), and one 'file:line: problem'
     string per bad line."""
@@ -103,16 +138,11 @@ def read_records(path: pathlib.Path) -> tuple[list[Record], list[str]]:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg}); line skipped")
+            record, problem = parse_line(line)
+            if record is None:
+                problems.append(f"{path}:{lineno}: {problem}; line skipped")
                 continue
-            parsed, problem = parse_record(record)
-            if parsed is None:
-                problems.append(f"{path}:{lineno}: does not match the record schema ({problem}); line skipped")
-                continue
-            records.append(parsed)
+            records.append(record)
     return records, problems
 
 
