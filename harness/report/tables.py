@@ -1,7 +1,7 @@
 """The report's tables as plain rows: one table per workload, and the claim reproduction summary."""
 from __future__ import annotations
 
-import html
+import re
 from typing import Any
 
 import pandas as pd
@@ -110,11 +110,16 @@ def claim_tally(rows: list[list[str]]) -> str:
     return ", ".join(f"{n} {k}" for k, n in counts.items()) or "none"
 
 
+def no_tags(text: str) -> str:
+    """``text`` with every '<' that could open an HTML tag or comment escaped ('<=' stays)."""
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)
+
+
 def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
     """A GitHub-flavoured Markdown table; pipes and HTML in cells are escaped (Markdown renders
     raw HTML, and record strings must stay text)."""
     def cell(x: str) -> str:
-        return html.escape(str(x), quote=False).replace("|", "\\|").replace("\n", " ")
+        return no_tags(str(x)).replace("|", "\\|").replace("\n", " ")
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -129,5 +134,5 @@ def markdown_report(df: pd.DataFrame, problems: list[str]) -> str:
         note = profiler_note(rows)
         parts.append(f"## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows) + (f"\n\n{note}" if note else ""))
     if problems:
-        parts.append("## Unreadable lines\n\n" + "\n".join(f"- {html.escape(p, quote=False)}" for p in problems))
+        parts.append("## Unreadable lines\n\n" + "\n".join(f"- {no_tags(p)}" for p in problems))
     return "\n\n".join(parts) + "\n"
