@@ -209,9 +209,12 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                 if key in workload.params:
                     sweep[key] = [workload.params[key].parse(v, key) for v in values]
                     used_cli_params.add(key)
-            for key in sweep:
+            for key, values in sweep.items():
                 if key not in workload.params:
                     raise did_you_mean(f"param of workload {name!r}:", key, workload.params)
+                if len({json.dumps(v, sort_keys=True) for v in values}) < len(values):
+                    raise UsageError(f"param {key} of workload {name!r} lists a value twice ({values}): "
+                                     "two cases with one identity; list each value once")
             keys = list(sweep)
             for backend, ranks, threads in itertools.product(
                     backends, ranks_list, cli.threads or _as_list(entry.get("threads", 0))):
@@ -231,12 +234,6 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                             "warmup", 0),
                         timeout=float(cli.timeout or entry.get("timeout", DEFAULT_TIMEOUT_S)),
                         swept={k: params[k] for k in keys}))
-    seen: dict[str, Case] = {}
-    for case in cases:
-        if case.case_id in seen:
-            raise UsageError(f"case {case.label} is selected twice (a value repeated in a sweep, or two suite "
-                             "entries for the same case): list each value once")
-        seen[case.case_id] = case
     unused = set(cli.params) - used_cli_params
     if unused:
         raise UsageError(f"--param {', '.join(sorted(unused))}: no selected workload has such a param "
