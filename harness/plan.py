@@ -127,13 +127,17 @@ def read_suite(path: pathlib.Path) -> dict[str, Any]:
     return data
 
 
+def within_limits(name: str, value: Any) -> bool:
+    """Whether ``value`` is an acceptable ``name`` (a key of LIMITS): an integer for the counts,
+    a finite number for the timeout, inside the bounds."""
+    lo, hi = LIMITS[name]
+    kinds = (int, float) if name == "timeout" else (int,)
+    return isinstance(value, kinds) and not isinstance(value, bool) and math.isfinite(value) and lo <= value <= hi
+
+
 def _short(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _suite_value_problem(key: str, value: Any) -> str:
@@ -147,17 +151,14 @@ def _suite_value_problem(key: str, value: Any) -> str:
         if value not in SIZES:
             return f"expected one of {', '.join(SIZES)}"
     elif key in ("ranks", "threads"):
-        lo, hi = LIMITS[key]
-        if not names or not all(isinstance(n, int) and not isinstance(n, bool) and lo <= n <= hi for n in names):
-            return f"expected an integer or a list of integers between {lo} and {hi}"
+        if not names or not all(within_limits(key, n) for n in names):
+            return "expected an integer or a list of integers between {} and {}".format(*LIMITS[key])
     elif key in ("repeats", "warmup"):
-        lo, hi = LIMITS[key]
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            return f"expected an integer between {lo} and {hi}"
+        if not within_limits(key, value):
+            return "expected an integer between {} and {}".format(*LIMITS[key])
     elif key == "timeout":
-        lo, hi = LIMITS[key]
-        if not _is_number(value) or not math.isfinite(value) or not lo <= value <= hi:
-            return f"expected seconds, a finite number between {lo:g} and {hi:g}"
+        if not within_limits(key, value):
+            return "expected seconds, a finite number between {:g} and {:g}".format(*LIMITS[key])
     elif key == "params":
         if not isinstance(value, dict):
             return "expected a table ([case.params])"

@@ -168,3 +168,11 @@ def test_compare_with_no_ok_record_on_one_side_is_exit_2(harness_cli, tmp_path) 
     (tmp_path / "b" / "results.jsonl").write_text(json.dumps(make_record().to_json()) + "\n")
     r = harness_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
     assert r.returncode == 2 and "no ok record in" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_nesting_is_bounded_at_64_levels_of_lists_and_objects() -> None:
+    from harness.results.store import parse_line
+
+    assert "nested deeper" not in parse_line("[" * 64 + "]" * 64)[1]      # deep enough, just not a record
+    assert "nested deeper than 64" in parse_line("[" * 63 + "[1, {}]" + "]" * 63)[1]
+    assert "nested deeper than 64" in parse_line("[" * 100000)[1]         # beyond the parser's own limit

@@ -3,18 +3,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import math
 import uuid
 
 from rich.markup import escape
 
 from harness.claims import ControlOutcome
 from harness.commands.common import console, err_console, machine, registry, table, warn_problems
+from harness.commands.run import check_protocol_options
 from harness.controls import cases_in_order, judge, plan_controls
-from harness.errors import UsageError
 from harness.execute import Session, execute
 from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out
-from harness.plan import LIMITS
 from harness.results.record import Record
 from harness.results.store import RESULTS_NAME, append_record
 
@@ -50,13 +48,7 @@ def _outcome_row(o: ControlOutcome) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    for name, minimum in (("repeats", 1), ("warmup", 0)):
-        value = getattr(args, name)
-        if value is not None and value < minimum:
-            raise UsageError(f"--{name} {value}: must be >= {minimum}")
-    lo, hi = LIMITS["timeout"]
-    if not (math.isfinite(args.timeout) and lo <= args.timeout <= hi):
-        raise UsageError(f"--timeout {args.timeout}: must be a finite number of seconds between {lo:g} and {hi:g}")
+    check_protocol_options(args)
     reg = registry()
     warn_problems(reg.problems)
     names = sorted(reg.workloads) if not args.workload else [n.strip() for n in args.workload.split(",") if n.strip()]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import math
 import pathlib
 import signal
 import sys
@@ -22,7 +21,8 @@ from harness.launch.launcher import LAUNCHERS, Launcher
 from harness.launch.slurm import script_text_problem
 from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out, remove_stale_work
 from harness.params import parse_int_list
-from harness.plan import LIMITS, Case, Overrides, expand, find_suite, parse_param_options, read_suite
+from harness.plan import (LIMITS, Case, Overrides, expand, find_suite, parse_param_options, read_suite,
+                          within_limits)
 from harness.registry import Registry
 from harness.report.tables import measured_text, verdict_text
 from harness.results.record import Record
@@ -91,7 +91,7 @@ def case_argv(args: argparse.Namespace) -> list[str]:
 
 def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
     """Every case the options select, fully resolved; bad input raises UsageError."""
-    _check_positive(args)
+    check_protocol_options(args)
     backends = None
     if args.backend is not None:
         backends = [b.strip() for b in args.backend.split(",")]
@@ -112,12 +112,12 @@ def _int_list(text: str | None, option: str) -> list[int] | None:
     return None if text is None else parse_int_list(text, option, lo, hi)
 
 
-def _check_positive(args: argparse.Namespace) -> None:
+def check_protocol_options(args: argparse.Namespace) -> None:
+    """--repeats, --warmup and --timeout inside LIMITS (shared with `harness controls`)."""
     for name in ("repeats", "warmup", "timeout"):
         value = getattr(args, name)
-        lo, hi = LIMITS[name]
-        if value is not None and not (math.isfinite(value) and lo <= value <= hi):
-            raise UsageError(f"--{name} {value}: must be a finite number between {lo:g} and {hi:g}")
+        if value is not None and not within_limits(name, value):
+            raise UsageError("--{} {}: must be a finite number between {:g} and {:g}".format(name, value, *LIMITS[name]))
 
 
 def _entries(args: argparse.Namespace) -> list[dict[str, Any]]:

