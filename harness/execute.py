@@ -179,6 +179,9 @@ class CaseInterrupted(Exception):
 def _failure_reason(proc: ProcessResult, files: CaseFiles, case: Case) -> tuple[str, str]:
     if proc.timed_out:
         return "timeout", f"exceeded the {case.timeout:g} s timeout and was killed"
+    oom = proc.oom_killed
+    if oom:
+        return "failed", f"worker {oom}"
     for rank, err in files.errors():
         lines = [ln for ln in err.read_text().strip().splitlines() if ln.strip()]
         if lines:
@@ -245,6 +248,8 @@ def execute(case: Case, session: Session) -> Record:
     record.launch.returncode = proc.returncode
     record.stderr_tail = proc.output_tail
     record.duration_s = time.perf_counter() - t_start
+    if proc.tree:
+        record.resources["process_tree"] = proc.tree
     if proc.timed_out or files.errors() or not files.result.is_file() or proc.returncode != 0:
         record.status, record.reason = _failure_reason(proc, files, case)
         return record
@@ -262,7 +267,7 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
     record.phases = {k: PhaseStats(**v) for k, v in phase_summary(ranks).items()}
     comm = comm_summary(ranks, case.repeats)
     record.comm = CommSummary(**comm) if comm else None
-    record.resources = resource_summary(ranks)
+    record.resources.update(resource_summary(ranks))
     record.software = dict(record.software, mpi_library=result.mpi_library)
     if result.allreduce_profiler:
         record.protocol.allreduce_profiler = result.allreduce_profiler

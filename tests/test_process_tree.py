@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import pathlib
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -105,3 +107,19 @@ def test_work_folders_of_a_killed_run_are_removed_by_the_next(harness_cli, tmp_p
     assert r.returncode == 0, r.stderr
     assert "removed the work folders of 1 earlier run" in r.stderr
     assert not work.exists() or list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize("after_s", [0.12, 0.25, 0.4, 0.6, 1.0])
+def test_ctrl_c_at_any_moment_of_start_up_exits_130_without_a_traceback(harness_cli, tmp_path, after_s) -> None:
+    """The installed ``harness`` command, interrupted while it imports (the first ~0.7 s here) or
+    in its first case: always one line and exit 130 (harness_entry.py)."""
+    exe = pathlib.Path(sys.executable).with_name("harness")
+    if not exe.exists():
+        pytest.skip(f"no installed harness command next to {sys.executable}")
+    proc = subprocess.Popen([str(exe), *_args(tmp_path, 30, "--timeout", "60")], env=harness_cli.env(),
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(after_s)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "harness: interrupted" in err

@@ -12,13 +12,20 @@ guard kills. The guard ends the whole tree (SIGTERM, a grace period, SIGKILL) wh
 - the harness dies (``PR_SET_PDEATHSIG`` delivers SIGTERM; a poll of the parent pid backs it up), or
 - it receives SIGTERM, SIGHUP or SIGINT.
 
-Otherwise it exits with ARGV's exit status (a signal as 128 + its number).
+Otherwise it exits with ARGV's exit status (a signal as 128 + its number). With ``--report PATH``
+it also writes what only it can see, as JSON: the tree's peak resident memory (the largest reaped
+descendant's, from ``RUSAGE_CHILDREN``) and how many processes the kernel's OOM killer killed while
+the case ran, in the guard's own memory cgroup (v2 ``memory.events``, v1 ``memory.oom_control``)
+and on the whole machine (``/proc/vmstat``), so that a SIGKILL from the OOM killer is reported as
+running out of memory rather than as an anonymous signal 9.
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -94,6 +101,59 @@ def _reap() -> None:
             return
 
 
+def _counter(path: str, key: str) -> int | None:
+    """The integer after ``key`` in a 'key value' per-line file, or None where it cannot be read."""
+    try:
+        with open(path) as f:
+            for line in f:
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _memory_cgroup_files() -> list[str]:
+    """This process's memory cgroup counter file(s): v2 memory.events, v1 memory.oom_control."""
+    out = []
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":   # the unified (v2) hierarchy
+            out.append(f"/sys/fs/cgroup{path.rstrip('/')}/memory.events")
+            out.append(f"/sys/fs/cgroup/unified{path.rstrip('/')}/memory.events")
+        elif "memory" in controllers.split(","):
+            out.append(f"/sys/fs/cgroup/memory{path.rstrip('/')}/memory.oom_control")
+    return out
+
+
+def oom_counts() -> dict[str, int | None]:
+    """OOM kills so far: in this process's memory cgroup (None: no readable counter) and system-wide."""
+    cgroup = [c for c in (_counter(p, "oom_kill") for p in _memory_cgroup_files()) if c is not None]
+    return {"cgroup": sum(cgroup) if cgroup else None, "system": _counter("/proc/vmstat", "oom_kill")}
+
+
+def write_report(path: str | None, before: dict[str, int | None]) -> None:
+    """The tree's peak RSS and the OOM kills since ``before`` (None where a counter is missing)."""
+    if not path:
+        return
+    after = oom_counts()
+    deltas = {k: (after[k] - before[k]) if after[k] is not None and before[k] is not None else None
+              for k in before}
+    report = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
+              "oom_kills": deltas}
+    try:
+        with open(path, "w") as f:
+            json.dump(report, f)
+    except OSError:
+        pass
+
+
 class _Stop(Exception):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -108,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="guard")
     ap.add_argument("--parent", type=int, required=True, help="the harness's pid")
     ap.add_argument("--deadline-s", type=float, required=True, help="seconds before the tree is killed")
+    ap.add_argument("--report", help="write peak RSS and OOM-kill counts here as JSON at the end")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -116,6 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     deadline = time.monotonic() + args.deadline_s
+    before = oom_counts()
+    try:
+        return _supervise(cmd, args, deadline)
+    finally:
+        write_report(args.report, before)
+
+
+def _supervise(cmd: list[str], args: argparse.Namespace, deadline: float) -> int:
     try:
         if os.getppid() != args.parent:   # the harness died before PDEATHSIG was armed
             return 128 + signal.SIGTERM

@@ -2,6 +2,7 @@
 and nothing the case started outlives it or the harness (guard.py)."""
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import signal
@@ -9,7 +10,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 STDERR_TAIL_CHARS = 4000
 GUARD = pathlib.Path(__file__).with_name("guard.py")
@@ -23,13 +25,31 @@ class ProcessResult:
     timed_out: bool
     seconds: float
     output_tail: str
+    tree: dict[str, Any] = field(default_factory=dict)   # guard.py's report: peak_rss_bytes, oom_kills
+
+    @property
+    def oom_killed(self) -> str:
+        """Why this looks like an out-of-memory kill ('' when it does not): the OOM killer acted in
+        the case's memory cgroup, or on the machine, while the case ran, and the case died of it."""
+        if self.returncode == 0 or self.timed_out:
+            return ""
+        kills = self.tree.get("oom_kills") or {}
+        rss = self.tree.get("peak_rss_bytes")
+        peak = f"; peak RSS of its processes {rss / 2**20:.0f} MiB" if rss else ""
+        if kills.get("cgroup"):
+            return f"killed by the kernel's OOM killer: out of memory in its cgroup ({kills['cgroup']} kill(s){peak})"
+        if kills.get("system"):
+            return (f"killed, and the kernel's OOM killer killed {kills['system']} process(es) on this machine "
+                    f"while it ran: most likely out of memory{peak}")
+        return ""
 
 
-def guarded(argv: list[str], timeout_s: float) -> list[str]:
+def guarded(argv: list[str], timeout_s: float, report: str | None = None) -> list[str]:
     """``argv`` under guard.py: killed with all its descendants at ``timeout_s`` or when this
-    process dies."""
+    process dies; with ``report``, the guard writes the tree's peak RSS and OOM kills there."""
+    extra = ["--report", report] if report else []
     return [sys.executable, str(GUARD), "--parent", str(os.getpid()), "--deadline-s", repr(float(timeout_s)),
-            "--", *argv]
+            *extra, "--", *argv]
 
 
 def _stop(proc: subprocess.Popen[bytes], grace_s: float = 8.0) -> None:
@@ -53,9 +73,10 @@ def run_process(argv: list[str], env: dict[str, str], timeout_s: float,
                 cwd: str | None = None) -> ProcessResult:
     """Run ``argv`` under the guard in its own session; output goes to a temp file whose tail is
     returned. ``timed_out``: the guard killed the tree at ``timeout_s``."""
-    with tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryDirectory(prefix="harness-guard-") as tmp:
+        report = os.path.join(tmp, "guard.json")
         t0 = time.perf_counter()
-        proc = subprocess.Popen(guarded(argv, timeout_s), env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+        proc = subprocess.Popen(guarded(argv, timeout_s, report), env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         backstop = False
         try:
@@ -69,8 +90,18 @@ def run_process(argv: list[str], env: dict[str, str], timeout_s: float,
         seconds = time.perf_counter() - t0
         out.seek(max(0, out.seek(0, os.SEEK_END) - STDERR_TAIL_CHARS))
         tail = out.read().decode(errors="replace")
+        tree = _read_report(report)
     timed_out = backstop or (proc.returncode == TIMEOUT_STATUS and seconds >= timeout_s)
     code = proc.returncode
     if code is not None and code > 128 and not timed_out:
         code = -(code - 128)    # the guard reports a signal as 128 + n; callers expect -n as Popen gives
-    return ProcessResult(code, timed_out, seconds, tail)
+    return ProcessResult(code, timed_out, seconds, tail, tree)
+
+
+def _read_report(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
