@@ -125,6 +125,25 @@ def test_compare_verdicts_and_exit_status(harness_cli, two_runs, tmp_path) -> No
     assert r.returncode == 0 and json.loads(r.stdout)[0]["verdict"] == "faster"
 
 
+def test_emulated_timings_are_marked_and_never_a_verdict(harness_cli, two_runs, tmp_path) -> None:
+    """A record made under qemu-user keeps its results and claims, but its time is marked in the
+    report and `compare` refuses a faster/slower verdict on it (even at twice the time)."""
+    emu = copy.deepcopy(read_jsonl(two_runs[0])[0])
+    emu["hardware"]["emulation"] = {"emulated": True, "evidence": "runs as aarch64, cpuinfo describes x86_64"}
+    emu["samples"] = [2 * s for s in emu["samples"]]
+    emu["stats"] = dict(emu["stats"], median=2 * emu["stats"]["median"])
+    emu_file = tmp_path / "emu.jsonl"
+    append_record(emu_file, Record.from_json(emu))
+    r = harness_cli("report", str(two_runs[0]), str(emu_file))
+    assert r.returncode == 0, r.stderr
+    rows = _md_rows(r.stdout, "probe")
+    assert sum(row[7].endswith("(emulated)") for row in rows) == 1
+    assert any(row[2].endswith("[emulated]") for row in rows) and "binary translation" in r.stdout
+    c = harness_cli("compare", str(two_runs[0]), str(emu_file), "--json")
+    assert c.returncode == 0, c.stdout + c.stderr           # not "slower", so no CI failure
+    assert json.loads(c.stdout)[0]["verdict"].startswith("not comparable: emulated")
+
+
 @pytest.mark.slow
 def test_html_renders_in_headless_chromium(harness_cli, two_runs, tmp_path) -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -98,17 +98,26 @@ def main(args: argparse.Namespace) -> int:
     t = Table(title="this machine", title_justify="left", show_header=False)
     t.add_column("key")
     t.add_column("value", overflow="fold")
+    uarch = cpu.get("microarch") or {}
+    emulation = fp.get("emulation") or {}
+    profile_text = profile["name"] or (f"unmatched ({profile['reason']})"
+                                       + ("; measured ceilings below" if ceilings else
+                                          "; measure it: harness run --workload roofline"))
+    if profile["name"] and profile.get("match_by"):
+        profile_text += f" (by {profile['match_by']}{': ' + profile['reason'] if profile.get('reason') else ''})"
     for key, value in [
-        ("host", fp["hostname"]), ("arch", fp["arch"]), ("cpu", f"{cpu['model']} ({cpu['vendor']})"),
+        ("host", fp["hostname"]),
+        ("arch", fp["arch"] + (f"  EMULATED: {emulation.get('evidence')}" if emulation.get("emulated") else "")),
+        ("cpu", f"{cpu['model']} ({cpu['vendor']})"),
+        ("microarchitecture", f"{uarch['name']} (family {uarch['family']}, {uarch['source']})" if uarch.get("name")
+         else uarch.get("reason", "unknown")),
         ("cores", f"{cpu['physical_cores']} physical, {cpu['logical_cpus']} logical, "
                   f"{cpu['usable_cpus']} usable, {cpu['sockets']} socket(s)"),
         ("max MHz", str(cpu["max_mhz"])), ("ISA flags", " ".join(cpu["flags"])), ("caches", caches),
         ("memory", f"{fp['memory_bytes'] / 2**30:.1f} GiB"),
         ("GPUs", ", ".join(g["name"] for g in fp["gpus"]) or "none"),
         ("clock", _tuning_text(fp.get("tuning") or {})),
-        ("profile", profile["name"] or (f"unmatched ({profile['reason']})"
-                                        + ("; measured ceilings below" if ceilings else
-                                           "; measure it: harness run --workload roofline"))),
+        ("profile", profile_text),
         ("mpiexec", f"{mpi['mpiexec']} ({mpi['flavour']})" if mpiexec else "none: pip install 'hpml-harness[mpi]'"),
         ("numerics env", " ".join(f"{k}={v}" for k, v in env.items()) or "(none set)"),
     ]:

@@ -1,7 +1,9 @@
-"""A fingerprint of this machine, read from sysfs, /proc and (once, cached) py-cpuinfo.
+"""A fingerprint of this machine, read from sysfs, /proc, archspec and (once, cached) py-cpuinfo.
 
-py-cpuinfo takes over a second and gets cache sizes wrong on recent CPUs, so caches
-come from sysfs and py-cpuinfo is called at most once per boot (cached on disk).
+The CPU part (``describe_cpu``) reads files under a root folder, so tests run the real code on
+fixtures of other machines' ``/proc/cpuinfo`` and sysfs. py-cpuinfo takes over a second and gets
+cache sizes wrong on recent CPUs, so caches come from sysfs and py-cpuinfo is called at most once
+per boot (cached on disk), only where /proc/cpuinfo names no model.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import subprocess
 from typing import Any
 
 from harness.cache import cache_dir
+from harness.hardware.microarch import cpuinfo_arch, cpuinfo_fields, emulation, features, microarchitecture
 from harness.hardware.sysfs import SYSFS_CPU, read_value
 from harness.hardware.tuning import tuning
 
@@ -54,20 +57,55 @@ def count_sockets(cpu_root: pathlib.Path = SYSFS_CPU) -> int | None:
     return len(ids) or None
 
 
-def _proc_cpuinfo() -> dict[str, str]:
-    fields: dict[str, str] = {}
+def read_cpuinfo(root: pathlib.Path = pathlib.Path("/")) -> dict[str, str]:
+    """The first processor's fields of ``root``/proc/cpuinfo ({} where it cannot be read)."""
     try:
-        text = pathlib.Path("/proc/cpuinfo").read_text()
+        return cpuinfo_fields((root / "proc" / "cpuinfo").read_text(errors="replace"))
     except OSError:
-        return fields
-    for line in text.splitlines():
-        if not line.strip():
-            if fields:
-                break  # first processor is enough
-            continue
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip().lower(), value.strip())
-    return fields
+        return {}
+
+
+def isa_flags(fields: dict[str, str], uarch: dict[str, Any]) -> list[str]:
+    """The ISA extensions that matter for numerical kernels: x86 'flags' and Arm 'Features' as
+    listed, and for Power (which lists none) altivec from its cpu line plus vsx from POWER7 on
+    (VSX is part of the ISA from POWER7; derived from the generation, not listed by the CPU)."""
+    found = features(fields)
+    if uarch.get("family") == "ppc64le" and (uarch.get("generation") or 0) >= 7:
+        found.add("vsx")
+    return sorted(f for f in found if INTERESTING_FLAGS.match(f))
+
+
+def describe_cpu(root: pathlib.Path = pathlib.Path("/"), interpreter_arch: str | None = None) -> dict[str, Any]:
+    """The CPU as the files under ``root`` describe it: {"arch", "emulation", "cpu": {...}}.
+
+    ``arch`` is the interpreter's (``platform.machine()``) for the live machine; for a fixture
+    root, the architecture its cpuinfo describes unless ``interpreter_arch`` is given."""
+    fields = read_cpuinfo(root)
+    described = cpuinfo_arch(fields)
+    live = root == pathlib.Path("/")
+    arch = interpreter_arch or (platform.machine() if live else described) or platform.machine()
+    uarch = microarchitecture(fields, described or arch)
+    reported = fields.get("model name") or fields.get("cpu")
+    if reported:
+        model = reported
+    elif uarch.get("name"):   # Arm cores name no model: vendor and microarchitecture say it
+        model = f"{uarch['vendor']} {uarch['name']} (CPU part {fields.get('cpu part', '?')})"
+    else:
+        model = (py_cpuinfo().get("brand_raw") if live else None) or platform.processor() or "unknown"
+    cpu_root = root / "sys" / "devices" / "system" / "cpu"
+    return {
+        "arch": arch,
+        "emulation": emulation(fields, arch),
+        "cpu": {
+            "model": model,
+            "model_reported": bool(reported),
+            "vendor": fields.get("vendor_id") or uarch.get("vendor") or "",
+            "flags": isa_flags(fields, uarch),
+            "microarch": uarch,
+            "sockets": count_sockets(cpu_root),
+            "caches": read_caches(cpu_root / "cpu0"),
+        },
+    }
 
 
 @functools.lru_cache(maxsize=1)
@@ -134,31 +172,22 @@ def fingerprint() -> dict[str, Any]:
     """The machine as a record fragment: cpu, caches, memory, gpus, os, clock tuning."""
     import psutil
 
-    proc = _proc_cpuinfo()
-    info = py_cpuinfo()
-    flags_src = proc.get("flags") or proc.get("features") or " ".join(info.get("flags", []))
-    flags = sorted({f for f in flags_src.split() if INTERESTING_FLAGS.match(f)})
-    model = (proc.get("model name") or proc.get("cpu") or info.get("brand_raw")
-             or platform.processor() or "unknown")
+    described = describe_cpu()
     freq = psutil.cpu_freq()
-    usable = usable_cpus()
+    cpu = described["cpu"]
+    cpu.update({
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": usable_cpus(),
+        "cgroup_cpu_limit": _cgroup_cpu_limit(),
+        "physical_cores": psutil.cpu_count(logical=False),
+        "max_mhz": (freq.max or freq.current) if freq else None,
+    })
     return {
         "hostname": socket.gethostname(),
-        "arch": platform.machine(),
+        "arch": described["arch"],
+        "emulation": described["emulation"],
         "os": platform.platform(),
-        "cpu": {
-            "model": model,
-            "vendor": proc.get("vendor_id") or info.get("vendor_id_raw") or "",
-            "flags": flags,
-            "logical_cpus": os.cpu_count(),
-            "usable_cpus": usable,
-            "cgroup_cpu_limit": _cgroup_cpu_limit(),
-            "physical_cores": psutil.cpu_count(logical=False),
-            "sockets": count_sockets(),
-            "max_mhz": (freq.max or freq.current) if freq else None,
-            "advertised_hz": info.get("hz_advertised_friendly"),
-            "caches": read_caches(),
-        },
+        "cpu": cpu,
         "memory_bytes": psutil.virtual_memory().total,
         "gpus": _gpus(),
         "tuning": tuning(),

@@ -1,8 +1,16 @@
 """Hardware profiles (one node type per TOML file) and matching this machine against them.
 
-A profile's ``[match]`` table says how to recognise the node: ``arch``, a ``model_regex``
-searched in the CPU model string, ``flags`` that must all be present, ``gpu_regex``.
-The most specific matching profile wins; no match is recorded as unmatched, not an error.
+A profile's ``[match]`` table says how to recognise the node: ``arch``, ``microarch`` (archspec's
+name, e.g. ``skylake_avx512``, ``thunderx2``, ``power9le``), a ``model_regex`` searched in the CPU
+model string, ``flags`` that must all be present, ``gpu_regex``.
+
+With ``microarch``, a host matches when archspec names the same microarchitecture or one that
+descends from it (a ``cascadelake`` host against a ``skylake_avx512`` profile), and the record says
+how: ``model`` (microarchitecture and the reported model name both match), ``microarchitecture``
+(same core, another SKU) or ``family`` (a descendant; ``distance`` generations apart). The model
+regex alone decides only where archspec cannot name the host (not installed, or a VM that hides
+features so only a generic level like ``x86_64_v4`` is known). The most specific match wins; no
+match is recorded as unmatched, not an error.
 """
 from __future__ import annotations
 
@@ -41,15 +49,36 @@ class Profile:
 
     def score(self, fp: dict[str, Any]) -> int | None:
         """How many criteria this machine meets, or None when one fails (or none are given)."""
-        m, score = self.match, 0
+        judged = self.judge(fp)
+        return judged[0] if judged else None
+
+    def judge(self, fp: dict[str, Any]) -> tuple[int, str, int] | None:
+        """(score, how it matched, ancestry distance), or None when a criterion fails."""
+        m, score, by, distance = self.match, 0, "", 0
+        cpu = fp.get("cpu", {})
         if "arch" in m:
             if fp.get("arch") != m["arch"]:
                 return None
             score += 1
-        if "model_regex" in m:
-            if not re.search(m["model_regex"], fp.get("cpu", {}).get("model", ""), re.I):
+        model_hit = "model_regex" in m and bool(re.search(m["model_regex"], cpu.get("model", ""), re.I))
+        uarch = cpu.get("microarch") or {}
+        if "microarch" in m and uarch.get("name") and not uarch.get("generic"):
+            lineage = [uarch["name"], *uarch.get("ancestors", [])]
+            if m["microarch"] not in lineage:
                 return None
-            score += 2
+            distance = lineage.index(m["microarch"])
+            if distance:
+                score, by = score + 1, "family"
+            elif model_hit and cpu.get("model_reported", True):
+                score, by = score + 4, "model"
+            else:
+                score, by = score + 3, "microarchitecture"
+        elif "model_regex" in m:
+            if not model_hit:
+                return None
+            score, by = score + 2, "model name"
+        elif "microarch" in m:    # archspec cannot name this host and there is no regex to fall back on
+            return None
         if "flags" in m:
             if not set(m["flags"]) <= set(fp.get("cpu", {}).get("flags", [])):
                 return None
@@ -57,8 +86,8 @@ class Profile:
         if "gpu_regex" in m:
             if not any(re.search(m["gpu_regex"], g.get("name", ""), re.I) for g in fp.get("gpus", [])):
                 return None
-            score += 2
-        return score or None
+            score, by = score + 2, by or "gpu"
+        return (score, by or "arch", distance) if score else None
 
 
 def load_profiles(dirs: list[pathlib.Path]) -> tuple[dict[str, Profile], list[Problem]]:
@@ -86,13 +115,22 @@ def load_profiles(dirs: list[pathlib.Path]) -> tuple[dict[str, Profile], list[Pr
 
 def match_profile(fp: dict[str, Any], profiles: dict[str, Profile]) -> dict[str, Any]:
     """The best-matching profile as a record fragment: {"name", "path", "score"} or unmatched."""
-    scored = [(p.score(fp), p) for p in profiles.values()]
-    scored = [(s, p) for s, p in scored if s is not None]
-    if not scored:
-        return {"name": None, "path": None, "score": 0,
-                "reason": f"no profile matches {fp.get('cpu', {}).get('model', '?')!r} ({fp.get('arch')})"}
-    s, best = max(scored, key=lambda sp: (sp[0], sp[1].name))
-    return {"name": best.name, "path": str(best.path), "score": s, "reason": ""}
+    judged = [(j, p) for p in profiles.values() if (j := p.judge(fp)) is not None]
+    uarch = (fp.get("cpu", {}).get("microarch") or {}).get("name")
+    described = f"{fp.get('cpu', {}).get('model', '?')!r} ({fp.get('arch')}{', ' + uarch if uarch else ''})"
+    if not judged:
+        return {"name": None, "path": None, "score": 0, "match_by": None,
+                "reason": f"no profile matches {described}"}
+    (score, by, distance), best = max(judged, key=lambda jp: (jp[0][0], -jp[0][2], jp[1].name))
+    reason = ""
+    if by == "family":
+        reason = (f"matched by family: this {uarch} descends from the profile's {best.match['microarch']} "
+                  f"({distance} generation(s)); its peaks are the profile's node, not this SKU")
+    elif by == "microarchitecture":
+        reason = (f"matched by microarchitecture ({uarch}), not by model: {described} is another SKU "
+                  "than the profile's node")
+    return {"name": best.name, "path": str(best.path), "score": score, "match_by": by, "distance": distance,
+            "reason": reason}
 
 
 def hardware_profiles(dirs: list[pathlib.Path] | None = None) -> dict[str, dict[str, Any]]:

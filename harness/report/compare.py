@@ -22,7 +22,7 @@ class Comparison:
     candidate_median: float
     ratio: float          # candidate / baseline: > 1 is slower
     p_value: float | None
-    verdict: str          # faster, slower, no significant change, too few samples
+    verdict: str          # faster, slower, no significant change, too few samples, not comparable
 
 
 VARYING = ("ranks", "threads", "backend")
@@ -58,6 +58,8 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, threshold: float = 0.05,
                 verdict = "slower" if ratio > 1 else "faster"
             else:
                 verdict = "no significant change"
+        if bool(b.get("emulated", False)) or bool(c.get("emulated", False)):
+            p, verdict = None, "not comparable: emulated timing (binary translation) on one side"
         label = key + "".join(f" ({col} {b[col]} -> {c[col]})" for col in differ)
         out.append(Comparison(label, float(b.median_s), float(c.median_s), float(ratio), p, verdict))
     return out
@@ -78,5 +80,6 @@ COLUMNS = ["case", "baseline median (s)", "candidate median (s)", "ratio", "p (M
 def summary(results: list[Comparison]) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for r in results:
-        counts[r.verdict.split(" (")[0]] = counts.get(r.verdict.split(" (")[0], 0) + 1
+        kind = r.verdict.split(" (")[0].split(":")[0]
+        counts[kind] = counts.get(kind, 0) + 1
     return counts

@@ -10,7 +10,7 @@ import html
 import pandas as pd
 
 from harness.report import plots
-from harness.report.tables import CASE_COLUMNS, CLAIM_COLUMNS, case_rows, claim_rows, claim_tally, profiler_note
+from harness.report.tables import CASE_COLUMNS, CLAIM_COLUMNS, case_rows, claim_rows, claim_tally, table_notes
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
 font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
@@ -48,7 +48,7 @@ def html_report(df: pd.DataFrame, problems: list[str]) -> str:
     for workload, table_rows in rows.items():
         parts.append(f"<h2>{html.escape(workload)}</h2>")
         parts.append(_table(CASE_COLUMNS, table_rows))
-        note = profiler_note(table_rows)
+        note = table_notes(table_rows)
         if note:
             parts.append(f"<p class='note'>{html.escape(note)}</p>")
         for title, png in plots.workload_figures(df[df.workload == workload], workload):

@@ -16,6 +16,10 @@ CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x thre
 PY_MARK = " (py)"
 PY_NOTE = ("comm frac marked (py): Allreduce was counted by the Python wrapper (~0.5 us per call more "
            "than the PMPI hook); see protocol.allreduce_profiler_note in the record")
+# Marks a time measured under binary translation (qemu-user): results and claims hold, times do not.
+EMU_MARK = " (emulated)"
+EMU_NOTE = ("times marked (emulated) ran under binary translation (qemu-user): the results and claims are "
+            "that architecture's, the timings are not comparable with native ones")
 CLAIM_COLUMNS = ["workload", "claim", "paper value", "measured", "verdict", "params", "machine", "backend",
                  "ranks x threads", "source"]
 
@@ -40,7 +44,7 @@ def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
                 r.params if r.params != "{}" else "", r.size, r.machine, r.backend, r.library,
                 f"{r.ranks}x{r.threads}", r.status + (" (unstable)" if r.unstable else "")
                 + (f" ({r.control} of a control)" if r.control else ""),
-                _num(r.median_s), ci,
+                _num(r.median_s) + (EMU_MARK if getattr(r, "emulated", False) and _num(r.median_s) else ""), ci,
                 f"{_num(r.throughput)} {r.throughput_unit}" if _num(r.throughput) else "",
                 _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%"),
                 _num(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
@@ -52,10 +56,12 @@ def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
     return out
 
 
-def profiler_note(rows: list[list[str]]) -> str:
-    """The footnote for a table with any comm fraction counted by the Python wrapper, or ""."""
-    col = CASE_COLUMNS.index("comm frac")
-    return PY_NOTE if any(row[col].endswith(PY_MARK) for row in rows) else ""
+def table_notes(rows: list[list[str]]) -> str:
+    """The footnotes of a table: comm fractions counted by the Python wrapper, emulated timings."""
+    frac, median = CASE_COLUMNS.index("comm frac"), CASE_COLUMNS.index("median (s)")
+    notes = [PY_NOTE if any(row[frac].endswith(PY_MARK) for row in rows) else "",
+             EMU_NOTE if any(row[median].endswith(EMU_MARK) for row in rows) else ""]
+    return "; ".join(n for n in notes if n)
 
 
 def verdicts(claims: list[dict[str, Any]]) -> list[ClaimVerdict]:
@@ -131,7 +137,7 @@ def markdown_report(df: pd.DataFrame, problems: list[str]) -> str:
     parts.append(f"## Reproduction summary: paper claims ({claim_tally(claims)})\n\n"
                  + (markdown_table(CLAIM_COLUMNS, claims) if claims else "No claims were evaluated."))
     for workload, rows in case_rows(df).items():
-        note = profiler_note(rows)
+        note = table_notes(rows)
         parts.append(f"## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows) + (f"\n\n{note}" if note else ""))
     if problems:
         parts.append("## Unreadable lines\n\n" + "\n".join(f"- {no_tags(p)}" for p in problems))

@@ -31,6 +31,7 @@ def row(record: Record, source: str = "") -> dict[str, Any]:
         "size": record.size,
         "params": json.dumps(record.swept or {}, sort_keys=True),
         "machine": record.machine,
+        "emulated": record.emulated,
         "backend": record.backend.label,
         "library": record.backend.library or "",
         "verified": record.backend.verified,

@@ -177,11 +177,23 @@ class Record:
         return self.status == "ok"
 
     @property
+    def emulated(self) -> bool:
+        """Ran under binary translation (qemu-user): its results hold, its timings are not the machine's."""
+        return bool((self.hardware.get("emulation") or {}).get("emulated"))
+
+    @property
     def machine(self) -> str:
-        """The profile name when matched, else the CPU model and host (never a made-up node name)."""
+        """The profile name when matched (with the microarchitecture when matched only by it or by
+        family), else the CPU model, microarchitecture and host; never a made-up node name."""
+        cpu = self.hardware.get("cpu") or {}
+        uarch = (cpu.get("microarch") or {}).get("name")
         if self.profile.get("name"):
-            return str(self.profile["name"])
-        return f"{(self.hardware.get('cpu') or {}).get('model', '?')} @ {self.hardware.get('hostname', '?')}"
+            label = str(self.profile["name"])
+            if self.profile.get("match_by") in ("family", "microarchitecture") and uarch:
+                label += f" ({uarch}, by {self.profile['match_by']})"
+        else:
+            label = f"{cpu.get('model', '?')}{f' ({uarch})' if uarch else ''} @ {self.hardware.get('hostname', '?')}"
+        return label + (" [emulated]" if self.emulated else "")
 
     def throughput(self) -> tuple[float | None, str]:
         """(value, unit) of the workload's declared headline metric, or (None, '')."""

@@ -1,0 +1,246 @@
+"""A hostile user's campaign against ``harness``: random kills and signals mid-run, and bad inputs
+through every entry point. Prints the counts issue 16 asks for (kills, bad inputs, tracebacks,
+torn lines, duplicates, leftover processes) and exits 1 if any count that must be zero is not.
+
+    .venv/bin/python benchmarks/robustness_campaign.py --kills 30 --seed 1
+
+It installs the test plugins (tests/fixtures/testplugin: sleeping, orphan-making and failing
+workloads) into a temporary folder and works only in temporary folders. Random moments come from
+``--seed``, so a campaign can be repeated.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HARNESS = pathlib.Path(sys.executable).with_name("harness")
+SIGNALS = [signal.SIGKILL, signal.SIGKILL, signal.SIGHUP, signal.SIGTERM, signal.SIGINT]
+
+
+def _children() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = pathlib.Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            out.setdefault(int(stat[stat.rindex(b")") + 2:].split()[1]), []).append(int(entry))
+    return out
+
+
+def _tree(pid: int) -> set[int]:
+    kids, out, todo = _children(), set(), [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] != b"Z"
+
+
+class Campaign:
+    def __init__(self, plugins: pathlib.Path, work: pathlib.Path) -> None:
+        self.env = dict(os.environ, PYTHONPATH=str(plugins))
+        self.work = work
+        self.counts = {"kills and signals": 0, "bad inputs": 0, "tracebacks": 0, "unexpected exit codes": 0,
+                       "torn or unreadable lines": 0, "duplicate records after --resume": 0,
+                       "lost records": 0, "processes alive 2 s after the harness": 0, "injected lines": 0}
+        self.failures: list[str] = []
+
+    def harness(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(HARNESS), *args], env=self.env, text=True, capture_output=True, timeout=timeout)
+
+    def _bad(self, what: str, count: str) -> None:
+        self.counts[count] += 1
+        self.failures.append(what)
+
+    # -- kills ------------------------------------------------------------------------------
+    def kill_once(self, i: int, rng: random.Random) -> None:
+        out = self.work / f"kill{i}"
+        seconds = rng.choice([0.3, 1.0, 3.0])
+        if rng.random() < 0.5:   # one rank: a case that leaves a child in its own session and a daemon
+            args = ["run", "--workload", "fault_orphans,fault_slow", "--param", f"seconds={seconds}"]
+        else:                    # two ranks under mpiexec and its proxies. (Not fault_orphans: under mpiexec
+            # a daemon holding the rank's stdout keeps mpiexec waiting until the case's timeout.)
+            args = ["run", "--workload", "fault_slow", "--param", f"seconds={seconds}", "--param", "tag=0,1",
+                    "--ranks", "2"]
+        args += ["--repeats", "2", "--warmup", "0", "--timeout", "120", "--out", str(out)]
+        proc = subprocess.Popen([str(HARNESS), *args], env=self.env, text=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        end = time.monotonic() + rng.uniform(0.1, 6.0)
+        seen: set[int] = set()
+        while time.monotonic() < end and proc.poll() is None:
+            seen |= _tree(proc.pid)
+            time.sleep(0.02)
+        sig = rng.choice(SIGNALS)
+        seen |= _tree(proc.pid)
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+        self.counts["kills and signals"] += 1
+        _, err = proc.communicate(timeout=60)
+        time.sleep(2.0)
+        left = [p for p in seen if _alive(p)]
+        if left:
+            self._bad(f"kill {i} ({sig.name}): {len(left)} processes alive 2 s later",
+                      "processes alive 2 s after the harness")
+            for p in left:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+        if "Traceback" in err:
+            self._bad(f"kill {i} ({sig.name}): traceback\n{err[-800:]}", "tracebacks")
+        before = self._check_lines(out / "results.jsonl", f"kill {i}")
+        r = self.harness(*args, "--resume")
+        if "Traceback" in r.stderr:
+            self._bad(f"resume {i}: traceback\n{r.stderr[-800:]}", "tracebacks")
+        after = self._check_lines(out / "results.jsonl", f"resume {i}")
+        ok_ids = [rec["case_id"] for rec in after if rec.get("status") == "ok"]
+        if len(ok_ids) != len(set(ok_ids)):
+            self._bad(f"resume {i}: duplicate ok records", "duplicate records after --resume")
+        if len(after) < len(before) or r.returncode != 0:
+            self._bad(f"resume {i}: exit {r.returncode}, {len(before)} records before, {len(after)} after",
+                      "lost records")
+
+    def _check_lines(self, path: pathlib.Path, what: str) -> list[dict]:
+        if not path.exists():
+            return []
+        recs = []
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            try:
+                recs.append(json.loads(line))
+            except ValueError:
+                self._bad(f"{what}: {path}:{n} unreadable", "torn or unreadable lines")
+        return recs
+
+    # -- bad inputs -------------------------------------------------------------------------
+    def bad_inputs(self) -> None:
+        w = self.work / "bad"
+        w.mkdir()
+        out = str(w / "out")
+        run = ["run", "--workload", "fault_slow", "--repeats", "1", "--warmup", "0"]
+        cases: list[list[str]] = []
+        for v in ["nan", "inf", "-inf", "1e309", "0", "-1", "1e-9", "abc", ""]:
+            cases.append([*run, f"--timeout={v}", "--out", out])
+        for flag in ["--ranks", "--threads", "--repeats", "--warmup"]:
+            for v in ["-1", "0", "1e9", "99999999999", "x", "nan", ""]:
+                cases.append([*run, f"{flag}={v}", "--out", out])
+        for v in ["seconds=nan", "seconds=inf", "seconds=-1", "seconds=0.1,0.1", "seconds=", "nope=1",
+                  "seconds=1e309", "tag=1.5", "tag=99999999999999999999999", "=", "seconds"]:
+            cases.append([*run, "--param", v, "--out", out])
+        for v in ["", "/proc/x", "/dev/null", "\x01", "a\nb"]:
+            cases.append([*run, "--out", v])
+        cases.append(["run", "--workload", "cnn_scaling", "--size", "smoke", "--param", "latency_us=0,nan,1",
+                      "--out", out])
+        cases.append(["run", "--workload", "no_such", "--out", out])
+        cases.append(["run", "--suite", "no_such", "--out", out])
+        cases.append(["run", "--workload", "fault_slow", "--backend", "no_such", "--out", out])
+        suites = ["workload = 5", 'workload = ["fault_slow", 7]', 'workload = "fault_slow"\nbackend = 5',
+                  'workload = "fault_slow"\nsize = ["smoke"]', 'workload = "fault_slow"\ntimeout = "abc"',
+                  'workload = "fault_slow"\ntimeout = nan', 'workload = "fault_slow"\ntimeout = -1',
+                  'workload = "fault_slow"\n[params]\nseconds = nan', "[[[", "workload = \"fault_slow\"\nx = 1"]
+        for n, body in enumerate(suites):
+            path = w / f"suite{n}.toml"
+            path.write_text(body)
+            cases.append(["run", "--suite", str(path), "--out", out])
+        (w / "latin1.toml").write_bytes("workload = \"caf\xe9\"".encode("latin-1"))
+        cases.append(["run", "--suite", str(w / "latin1.toml"), "--out", out])
+        injected = "touch /tmp/pwned-campaign"
+        for flag in ["--job-name", "--partition", "--account", "--sbatch-arg", "--launcher-arg"]:
+            for v in [f"x\n{injected}", f"x\r{injected}", "../../x", f"x;{injected}", "$(id)"]:
+                cases.append(["submit", "--workload", "fault_slow", f"{flag}={v}", "--dry-run", "--out", out])
+        cases.append(["submit", "--workload", "fault_slow", "--dry-run", "--out", f"{out}\n{injected}"])
+        hostile = self._hostile_results(w / "h")
+        for args in (["show", hostile], ["report", hostile, "--out", str(w / "r.md")],
+                     ["report", hostile, "--out", str(w / "r.html")], ["report", hostile, "--out", str(w / "r.csv")],
+                     ["compare", hostile, hostile], ["show", str(w / "missing")], ["compare", hostile, str(w)],
+                     ["list", "workloads"], ["info"]):
+            cases.append(list(args))
+        for args in cases:
+            self.counts["bad inputs"] += 1
+            try:
+                r = self.harness(*args, timeout=120)
+            except subprocess.TimeoutExpired:
+                self._bad(f"{args}: hung for 120 s", "unexpected exit codes")
+                continue
+            if "Traceback" in r.stderr or "Traceback" in r.stdout:
+                self._bad(f"{args}: traceback\n{r.stderr[-600:]}", "tracebacks")
+            if r.returncode not in (0, 1, 2):
+                self._bad(f"{args}: exit {r.returncode}", "unexpected exit codes")
+        for script in (pathlib.Path(out) / "slurm").glob("*"):
+            if any(line.strip() == injected or line.strip().startswith("touch ") for line in
+                   script.read_text(errors="replace").splitlines()):
+                self._bad(f"{script}: injected line", "injected lines")
+        for report in w.glob("r.*"):
+            text = report.read_text(errors="replace")
+            if ("<script>" in text and report.suffix != ".csv") or ",=HYPER" in text:
+                self._bad(f"{report}: markup or formula passed through", "injected lines")
+
+    def _hostile_results(self, folder: pathlib.Path) -> str:
+        folder.mkdir()
+        r = self.harness("run", "--workload", "fault_slow", "--param", "seconds=0.01", "--repeats", "1",
+                         "--warmup", "0", "--out", str(folder))
+        rec = json.loads((folder / "results.jsonl").read_text().splitlines()[0])
+        lines = []
+        for text in ["/data/[/]x[bold]y", "$\\foo{$", "<script>alert(1)</script>", "=HYPERLINK(\"http://x\")",
+                     "25:50:100", "\x1b[31mred", "\u202eevil"]:
+            lines.append(json.dumps(dict(rec, id=os.urandom(8).hex(), case_id=text, reason=text,
+                                         params={"seconds": text})))
+        lines.append(json.dumps(dict(rec, id="nan", samples=[float("nan"), 1.0])))
+        lines.append(json.dumps(dict(rec, id="ci", stats=dict(rec["stats"], ci95=[None, None]))))
+        lines += ["[" * 100000, "9" * 5000, "{" * 70 + "}" * 70, "garbage", "\x00\x01", '{"schema_version": 99}']
+        (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
+        assert r.returncode == 0
+        return str(folder)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kills", type=int, default=20, help="random kills/signals of a running harness (default 20)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    if not HARNESS.exists():
+        sys.exit(f"no harness command next to {sys.executable}: install the project into this venv first")
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory(prefix="harness-campaign-") as tmp:
+        plugins, work = pathlib.Path(tmp) / "plugins", pathlib.Path(tmp) / "work"
+        work.mkdir()
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                        "--target", str(plugins), str(ROOT / "tests" / "fixtures" / "testplugin")],
+                       check=True, capture_output=True)
+        c = Campaign(plugins, work)
+        t0 = time.monotonic()
+        c.bad_inputs()
+        for i in range(args.kills):
+            c.kill_once(i, rng)
+            print(f"\rkill {i + 1}/{args.kills}", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+    for name, n in c.counts.items():
+        print(f"{name:42s} {n}")
+    print(f"{'minutes':42s} {(time.monotonic() - t0) / 60:.1f}")
+    for f in c.failures:
+        print("FAIL:", f)
+    return 1 if c.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
