@@ -68,6 +68,14 @@ class Backend:
     def activate(self) -> None:
         """Called in the child before the workload is set up (e.g. switch FlexiBLAS)."""
 
+    # Set True by backends of asynchronous devices (GPUs): the phase clock and the repeat timer
+    # then call ``synchronize`` at every boundary, so a phase measures the work its kernels did,
+    # not the time to queue them.
+    asynchronous: bool = False
+
+    def synchronize(self) -> None:
+        """In the child, for asynchronous backends: wait until the device has finished its queued work."""
+
     def verify(self) -> Verification:
         """Called in the child after the workload ran; must report which library really ran."""
         return Verification(ok=False, reason=f"backend {self.name!r} does not implement verify()")

@@ -14,13 +14,18 @@ import socket
 import sys
 import time
 import traceback
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from harness.casefiles import Verification, WorkerResult, WorkerSpec
 from harness.protocol.comm import ProfiledComm
 from harness.protocol.context import RunContext
+from harness.protocol.energy import energy_meter
 from harness.protocol.phases import PhaseClock
 from harness.protocol.pmpi import AllreduceHook, attach_hook, load_hook
+
+if TYPE_CHECKING:
+    from harness.backend import Backend
 
 
 def clean_metrics(metrics: Any) -> dict[str, Any]:
@@ -84,6 +89,11 @@ def _mpi_library() -> str | None:
         return None
 
 
+def device_sync(backend: Backend | None) -> Callable[[], None] | None:
+    """The backend's synchronize where its device runs asynchronously (a GPU), else None."""
+    return backend.synchronize if backend is not None and backend.asynchronous else None
+
+
 def run_case(spec: WorkerSpec) -> None:
     from harness.registry import build_registry
 
@@ -93,7 +103,7 @@ def run_case(spec: WorkerSpec) -> None:
     workload = registry.workload(spec.workload)
     backend = registry.backend(spec.backend) if spec.backend else None
 
-    clock = PhaseClock()
+    clock = PhaseClock(sync=device_sync(backend))
     comm = ProfiledComm(world, clock, hook) if world is not None else None
     artifact_dir = pathlib.Path(spec.artifact_dir)
     if rank == 0:
@@ -117,6 +127,7 @@ def run_case(spec: WorkerSpec) -> None:
     metrics: dict[str, Any] = {}
     metric_samples: dict[str, list[Any]] = {}
     cpu0 = 0.0
+    meter, energy = energy_meter() if rank == 0 else (None, {})
     for i in range(warmup + repeats):
         measured = i >= warmup
         if world is not None:
@@ -127,9 +138,13 @@ def run_case(spec: WorkerSpec) -> None:
             cpu0 = time.process_time()
         ctx.repeat, ctx.warmup = i - warmup, not measured
         clock.take()
-        t0 = time.perf_counter()
+        if meter is not None and measured:
+            meter.start()
+        t0 = clock.now()
         metrics = clean_metrics(workload.run(ctx))
-        elapsed = time.perf_counter() - t0
+        elapsed = clock.now() - t0
+        if meter is not None and measured:
+            meter.stop()
         phases = clock.take()
         if measured:
             samples.append(elapsed)
@@ -157,6 +172,7 @@ def run_case(spec: WorkerSpec) -> None:
         "setup_s": setup_s,
         "cpu_s": cpu_s,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "energy": meter.result() if meter is not None else energy,
     }
     per_rank = world.gather(mine, root=0) if world is not None else [mine]
     verifications = world.gather(verification, root=0) if world is not None else [verification]

@@ -108,6 +108,9 @@ def test_a_cpu_description_of_another_architecture_is_marked_emulated(tmp_path, 
     fp = describe_cpu(machine_root(tmp_path, "linux-ubuntu20.04-zen3"), interpreter_arch="ppc64le")
     assert fp["emulation"]["emulated"] is True
     assert "ppc64le" in fp["emulation"]["evidence"] and "x86_64" in fp["emulation"]["evidence"]
+    assert fp["emulation"]["host_cpu"]["microarch"] == "zen3"           # the host, kept as evidence
+    assert fp["cpu"]["microarch"]["name"] == "ppc64le" and fp["cpu"]["flags"] == []   # not the host's
+    assert "binary translation" in fp["cpu"]["model"]
     assert match_profile(fp, shipped_profiles)["name"] is None    # not matched to the host's x86 profile
     native = describe_cpu(machine_root(tmp_path / "n", "linux-rhel8-power9"), interpreter_arch="ppc64le")
     assert native["emulation"]["emulated"] is False                # the control: same arch, not emulated

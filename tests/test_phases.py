@@ -27,3 +27,39 @@ def test_take_resets_and_reuses_phase_objects() -> None:
         pass
     assert clock.take()["x"]["count"] == 1
     assert clock.take() == {}
+
+
+def test_the_clock_waits_for_an_asynchronous_device_at_every_boundary() -> None:
+    """A GPU phase returns as soon as its kernels are queued; with the device's synchronize the
+    clock charges the phase the work's real duration, without it only the launch (the control)."""
+    import time
+
+    from harness.protocol.phases import PhaseClock
+
+    queued: list[float] = []            # seconds of work launched on the fake device, not yet done
+
+    def synchronize() -> None:
+        while queued:
+            time.sleep(queued.pop())
+
+    synced, unsynced = PhaseClock(sync=synchronize), PhaseClock()
+    for clock in (synced, unsynced):
+        with clock.phase("compute"):
+            queued.append(0.05)         # a "kernel launch": returns at once
+        seconds = clock.take()["compute"]["seconds"]
+        if clock is synced:
+            assert seconds >= 0.045
+        else:
+            assert seconds < 0.02
+        queued.clear()
+
+
+def test_the_cuda_backend_makes_the_worker_clock_synchronise() -> None:
+    from harness.registry import build_registry
+    from harness.worker import device_sync
+
+    reg = build_registry()
+    cuda, openblas = reg.backend("cuda"), reg.backend("openblas")
+    assert cuda.asynchronous and device_sync(cuda) == cuda.synchronize
+    assert device_sync(openblas) is None and device_sync(None) is None
+    cuda.synchronize()                  # without a GPU (or torch) it does nothing, and does not fail

@@ -86,6 +86,15 @@ def describe_cpu(root: pathlib.Path = pathlib.Path("/"), interpreter_arch: str |
     arch = interpreter_arch or (platform.machine() if live else described) or platform.machine()
     uarch = microarchitecture(fields, described or arch)
     reported = fields.get("model name") or fields.get("cpu")
+    emulated = emulation(fields, arch)
+    if emulated["emulated"]:
+        # The CPU described is the host's, not what the code runs as: keep it as evidence only.
+        emulated["host_cpu"] = {"model": reported, "microarch": uarch.get("name")}
+        uarch = dict(microarchitecture({}, arch), reason="emulated: the emulated CPU's features are not visible")
+        return {"arch": arch, "emulation": emulated,
+                "cpu": {"model": f"{arch} under binary translation on {reported or 'an unknown CPU'}",
+                        "model_reported": False, "vendor": "", "flags": [], "microarch": uarch,
+                        "sockets": count_sockets(root / "sys" / "devices" / "system" / "cpu"), "caches": []}}
     if reported:
         model = reported
     elif uarch.get("name"):   # Arm cores name no model: vendor and microarchitecture say it
@@ -95,7 +104,7 @@ def describe_cpu(root: pathlib.Path = pathlib.Path("/"), interpreter_arch: str |
     cpu_root = root / "sys" / "devices" / "system" / "cpu"
     return {
         "arch": arch,
-        "emulation": emulation(fields, arch),
+        "emulation": emulated,
         "cpu": {
             "model": model,
             "model_reported": bool(reported),
@@ -131,7 +140,45 @@ def py_cpuinfo() -> dict[str, Any]:
     return info
 
 
-def _gpus() -> list[dict[str, str]]:
+def nvml_gpus() -> list[dict[str, Any]] | None:
+    """Each NVIDIA GPU as NVML reports it (model, memory, driver and CUDA versions, max clocks,
+    power limit), or None where NVML is missing (then nvidia-smi is asked)."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - ImportError, NVMLError_LibraryNotFound, DriverNotLoaded
+        return None
+
+    def ask(fn: str, *args: Any) -> Any:
+        try:
+            value = getattr(pynvml, fn)(*args)
+        except Exception:  # noqa: BLE001 - NVMLError_NotSupported on some boards
+            return None
+        return value.decode() if isinstance(value, bytes) else value
+
+    cuda = ask("nvmlSystemGetCudaDriverVersion")
+    gpus = []
+    for i in range(ask("nvmlDeviceGetCount") or 0):
+        h = ask("nvmlDeviceGetHandleByIndex", i)
+        memory = ask("nvmlDeviceGetMemoryInfo", h)
+        limit = ask("nvmlDeviceGetPowerManagementLimit", h)
+        gpus.append({
+            "vendor": "nvidia", "index": i, "name": ask("nvmlDeviceGetName", h) or "?",
+            "memory": f"{memory.total // 2**20} MiB" if memory else None,
+            "driver": ask("nvmlSystemGetDriverVersion"),
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+            "max_sm_mhz": ask("nvmlDeviceGetMaxClockInfo", h, getattr(pynvml, "NVML_CLOCK_SM", 1)),
+            "max_mem_mhz": ask("nvmlDeviceGetMaxClockInfo", h, getattr(pynvml, "NVML_CLOCK_MEM", 2)),
+            "power_limit_w": limit / 1000 if limit else None,
+            "source": "nvml",
+        })
+    return gpus
+
+
+def _gpus() -> list[dict[str, Any]]:
+    found = nvml_gpus()
+    if found is not None:
+        return found
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return []
@@ -144,7 +191,8 @@ def _gpus() -> list[dict[str, str]]:
     for line in out.stdout.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) == 3:
-            gpus.append({"vendor": "nvidia", "name": parts[0], "memory": parts[1], "driver": parts[2]})
+            gpus.append({"vendor": "nvidia", "name": parts[0], "memory": parts[1], "driver": parts[2],
+                         "source": "nvidia-smi"})
     return gpus
 
 

@@ -1,6 +1,7 @@
 """Turning the per-rank figures a worker gathered into the record's samples, phases and comm."""
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from harness.protocol.stats import across_ranks
@@ -77,4 +78,11 @@ def resource_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         "cpu_s": across_ranks([r["cpu_s"] for r in ranks]),
         "setup_s": across_ranks([r["setup_s"] for r in ranks]),
         "hosts": sorted({r["host"] for r in ranks}),
+        "energy": energy_summary(ranks[0].get("energy") or {"method": None, "reason": "energy: not read"}),
     }
+
+
+def energy_summary(energy: dict[str, Any]) -> dict[str, Any]:
+    """Rank 0's energy reading with the median joules per measured repeat (None where not measured)."""
+    per_repeat = energy.get("joules_per_repeat") or []
+    return dict(energy, median_j=float(statistics.median(per_repeat)) if per_repeat else None)

@@ -6,10 +6,14 @@ Communication calls do not push a phase (too slow for an 8-byte Allreduce): they
 their nanoseconds to ``comm_ns``, which is taken out of the enclosing phase at its boundary.
 Calls counted in C (the PMPI hook of :mod:`harness.protocol.pmpi`) are read from its
 counters at the same boundaries.
+With an asynchronous backend (a GPU) the clock is given the backend's ``synchronize`` and calls
+it before reading the time at every boundary: otherwise a phase would end while its kernels are
+still queued and measure only the launch.
 Kept tiny because it sits on the hot path of every workload.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
@@ -35,9 +39,10 @@ class PhaseClock:
     """Accumulates exclusive seconds and entry counts per phase name."""
 
     __slots__ = ("totals", "counts", "comm_ns", "comm_n", "_comm_seen", "_stack", "_last", "_phases",
-                 "external", "_ext_n0", "_ext_ns0")
+                 "external", "_ext_n0", "_ext_ns0", "sync")
 
-    def __init__(self) -> None:
+    def __init__(self, sync: Callable[[], None] | None = None) -> None:
+        self.sync = sync    # the device's synchronize, called before every reading of the clock
         self.totals: dict[str, float] = {}
         self.counts: dict[str, int] = {}
         self.comm_ns = 0    # nanoseconds of profiled communication since the last take()
@@ -73,13 +78,19 @@ class PhaseClock:
         self._comm_seen = comm_ns
         self._last = now
 
+    def now(self) -> float:
+        """perf_counter(), after the device (if any) has finished what was queued."""
+        if self.sync is not None:
+            self.sync()
+        return perf_counter()
+
     def enter(self, name: str) -> None:
-        self._charge(perf_counter())
+        self._charge(self.now())
         self._stack.append(name)
         self.counts[name] = self.counts.get(name, 0) + 1
 
     def exit(self) -> None:
-        self._charge(perf_counter())
+        self._charge(self.now())
         self._stack.pop()
 
     def take(self) -> dict[str, dict[str, float]]:
@@ -87,7 +98,7 @@ class PhaseClock:
 
         Open phases are charged up to now and stay open.
         """
-        self._charge(perf_counter())
+        self._charge(self.now())
         totals, counts = self.totals, self.counts
         comm_ns, comm_n = self.comm_ns, self.comm_n
         ext = self.external

@@ -10,7 +10,7 @@ import html
 import pandas as pd
 
 from harness.report import plots
-from harness.report.tables import CASE_COLUMNS, CLAIM_COLUMNS, case_rows, claim_rows, claim_tally, table_notes
+from harness.report.tables import CASE_COLUMNS, CLAIM_COLUMNS, case_rows, claim_rows, claim_tally, energy_note, table_notes
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
 font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
@@ -40,7 +40,8 @@ def _img(title: str, png: bytes) -> str:
 def html_report(df: pd.DataFrame, problems: list[str]) -> str:
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hpml-harness report</title>"
              f"<style>{CSS}</style></head><body><h1>hpml-harness report</h1>"
-             f"<p class='note'>{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s).</p>"]
+             f"<p class='note'>{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
+             f"{html.escape(' ' + energy_note(df) + '.') if energy_note(df) else ''}</p>"]
     claims = claim_rows(df)
     parts.append(f"<h2>Reproduction summary: paper claims ({html.escape(claim_tally(claims))})</h2>")
     parts.append(_table(CLAIM_COLUMNS, claims, verdict_col=4) if claims else "<p>No claims were evaluated.</p>")

@@ -10,7 +10,7 @@ from harness.claims import ClaimVerdict, summarize_claims
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
                 "median (s)", "95% CI (s)", "throughput", "% of peak", "comm frac", "comm imbalance",
-                "claims", "reason"]
+                "energy", "claims", "reason"]
 # Marks a comm fraction whose Allreduce calls the Python wrapper counted (about 0.5 us more per
 # call than the C hook): compare such numbers with care against unmarked ones.
 PY_MARK = " (py)"
@@ -49,11 +49,31 @@ def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
                 _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%"),
                 _num(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
                 _num(r.comm_imbalance, "{:.3f}"),
+                energy_text(getattr(r, "energy_j", None), r.median_s, r.throughput, r.throughput_unit),
                 summarize_claims(verdicts(r.claims)),
                 (r.reason or "").splitlines()[0][:160] if r.reason else "",
             ])
         out[str(workload)] = rows
     return out
+
+
+def energy_text(joules: Any, seconds: Any, throughput: Any, unit: str) -> str:
+    """'12.3 J (0.051 J/image)': median joules per repeat, and per unit of work where the workload
+    declares a throughput (power / rate); '' where energy was not measured."""
+    if not _num(joules):
+        return ""
+    text = f"{joules:.4g} J"
+    if _num(seconds) and _num(throughput) and seconds > 0 and throughput > 0 and "/" in (unit or ""):
+        text += f" ({joules / seconds / throughput:.3g} J/{unit.split('/')[0].rstrip('s')})"
+    return text
+
+
+def energy_note(df: pd.DataFrame) -> str:
+    """Why a report has no energy figures (the records' own reason), or ''."""
+    if "energy_j" not in df or df.energy_j.notna().any():
+        return ""
+    reasons = [m for m in df.get("energy_method", []) if m]
+    return reasons[0] if reasons else ""
 
 
 def table_notes(rows: list[list[str]]) -> str:
@@ -132,7 +152,9 @@ def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
 
 
 def markdown_report(df: pd.DataFrame, problems: list[str]) -> str:
-    parts = [f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."]
+    energy = energy_note(df)
+    parts = [f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
+             + (f" {energy}." if energy else "")]
     claims = claim_rows(df)
     parts.append(f"## Reproduction summary: paper claims ({claim_tally(claims)})\n\n"
                  + (markdown_table(CLAIM_COLUMNS, claims) if claims else "No claims were evaluated."))

@@ -24,6 +24,7 @@ def row(record: Record, source: str = "") -> dict[str, Any]:
     comm = record.comm
     throughput, unit = record.throughput()
     counts = claim_counts(record.claims)
+    energy = record.resources.get("energy") or {}
     return {
         "file": source,
         "workload": record.workload.name,
@@ -49,6 +50,8 @@ def row(record: Record, source: str = "") -> dict[str, Any]:
         "fraction_of_peak": record.fraction_of_peak(),
         "comm_fraction": comm.fraction_max if comm else None,
         "comm_imbalance": comm.imbalance if comm else None,
+        "energy_j": energy.get("median_j"),           # median joules per measured repeat (rank 0's node)
+        "energy_method": energy.get("method") or energy.get("reason") or "",
         # pmpi (C hook) or python (wrapper, ~0.5 us more per Allreduce); "" without MPI comm
         "allreduce_profiler": record.protocol.allreduce_profiler,
         "claims_passed": counts["pass"],

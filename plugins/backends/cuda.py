@@ -14,6 +14,12 @@ from harness_plugins.backends import evidence
 class CudaBackend(Backend):
     name = "cuda"
     description = "NVIDIA GPU through torch (cuBLAS, cuDNN) or TensorFlow"
+    asynchronous = True   # kernels are queued: phases and repeats end with torch.cuda.synchronize()
+
+    def synchronize(self) -> None:
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
 
     def available(self) -> tuple[bool, str]:
         if not glob.glob("/dev/nvidia[0-9]*") and shutil.which("nvidia-smi") is None:
@@ -41,5 +47,10 @@ class CudaBackend(Backend):
         if not torch.cuda.is_available():
             return Verification(ok=False, evidence=ev, reason="torch.cuda.is_available() is False in the child")
         ev["cuda"] = {"torch_cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-                      "device": torch.cuda.get_device_name(0), "capability": list(torch.cuda.get_device_capability(0))}
+                      "device": torch.cuda.get_device_name(0), "capability": list(torch.cuda.get_device_capability(0)),
+                      "max_memory_allocated": int(torch.cuda.max_memory_allocated()),
+                      "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32)}
+        if ev["cuda"]["max_memory_allocated"] <= 0:
+            return Verification(ok=False, evidence=ev, reason="torch allocated nothing on the GPU: the workload's "
+                                "tensors stayed on the CPU (does it move its model and batches to ctx.device?)")
         return Verification(ok=True, evidence=ev, library=f"CUDA {torch.version.cuda} on {ev['cuda']['device']}")
