@@ -42,7 +42,7 @@ DEBIAN = {"aarch64": "arm64", "ppc64le": "ppc64el"}
 MIRROR = "http://deb.debian.org/debian"
 BASE_PACKAGES = ["python3", "python3-venv", "python3-pip", "gcc", "libc6-dev", "ca-certificates", "git"]
 # ppc64le: no PyPI wheels of these, so Debian's builds (the way a Power site's distribution ships them).
-PPC_PACKAGES = ["python3-numpy", "python3-scipy", "python3-sklearn", "python3-numba", "python3-mpi4py",
+PPC_PACKAGES = ["automake", "autoconf", "libtool", "python3-numpy", "python3-scipy", "python3-sklearn", "python3-numba", "python3-mpi4py",
                 "libopenmpi-dev", "openmpi-bin", "python3-psutil", "python3-pandas", "python3-jsonschema",
                 "python3-pluggy", "python3-rich", "python3-cpuinfo", "python3-threadpoolctl", "python3-matplotlib",
                 "libopenblas0-pthread"]
