@@ -154,6 +154,7 @@ def base_record(case: Case, session: Session) -> Record:
         protocol=ProtocolInfo(repeats=case.repeats, warmup=case.warmup, unstable_cov=session.unstable_cov),
         hardware=session.hardware, profile=session.profile, software=software(),
         environment=numerics_environment(os.environ),
+        resources={"slurm_job_id": os.environ["SLURM_JOB_ID"]} if os.environ.get("SLURM_JOB_ID") else {},
     )
 
 

@@ -89,6 +89,32 @@ def _mpi_library() -> str | None:
         return None
 
 
+SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
+              "SLURMD_NODENAME", "SLURM_JOB_NODELIST", "SLURM_STEP_NODELIST", "SLURM_NTASKS",
+              "SLURM_CPUS_PER_TASK", "SLURM_MPI_TYPE", "SLURM_CLUSTER_NAME")
+
+
+def placement() -> dict[str, Any]:
+    """Where this rank ran: its IPv4 addresses (from the interfaces, not the resolver), the Slurm
+    job, step and node it belongs to, and the process-management interface that wired it up."""
+    import psutil
+
+    addresses = sorted(a.address for nic, addrs in psutil.net_if_addrs().items() for a in addrs
+                       if a.family == socket.AF_INET and not a.address.startswith("127."))
+    env = os.environ
+    if "PMIX_RANK" in env:
+        pmi = "PMIx" + (" (srun)" if "SLURM_STEP_ID" in env else "")
+    elif "SLURM_STEP_ID" in env and ("PMI_FD" in env or "PMI_RANK" in env):
+        pmi = f"Slurm's {env.get('SLURM_MPI_TYPE') or 'PMI'} (srun --mpi)"
+    elif "PMI_FD" in env or "PMI_RANK" in env:
+        pmi = "Hydra's PMI (mpiexec)"
+    elif "OMPI_COMM_WORLD_RANK" in env:
+        pmi = "Open MPI runtime (mpirun)"
+    else:
+        pmi = None
+    return {"addresses": addresses, "slurm": {k: env[k] for k in SLURM_KEYS if k in env}, "pmi": pmi}
+
+
 def device_sync(backend: Backend | None) -> Callable[[], None] | None:
     """The backend's synchronize where its device runs asynchronously (a GPU), else None."""
     return backend.synchronize if backend is not None and backend.asynchronous else None
@@ -173,6 +199,7 @@ def run_case(spec: WorkerSpec) -> None:
         "cpu_s": cpu_s,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "energy": meter.result() if meter is not None else energy,
+        "placement": placement(),
     }
     per_rank = world.gather(mine, root=0) if world is not None else [mine]
     verifications = world.gather(verification, root=0) if world is not None else [verification]

@@ -15,7 +15,8 @@ from harness import __version__
 from harness.commands.common import console, err_console, registry, warn_problems
 from harness.commands.run import add_case_options, case_argv, plan_cases
 from harness.errors import UsageError
-from harness.launch.slurm import BatchJob, find_sbatch, render_batch_script, script_text_problem, submit, valid_time
+from harness.launch.slurm import (BatchJob, find_sbatch, render_batch_script, script_text_problem, submit,
+                                  submit_and_wait, valid_time)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
                    help="extra sbatch option for the script, e.g. --sbatch-arg=--exclusive; repeatable")
     p.add_argument("--dry-run", action="store_true", help="print the batch script; write and submit nothing")
+    p.add_argument("--wait", action="store_true",
+                   help="wait until the job has ended (sbatch --wait), then report its exit status and its "
+                        "records; exit status as `harness run`'s (0 ok, 1 a case failed, 2 nothing ran)")
     p.set_defaults(func=main)
 
 
@@ -87,6 +91,8 @@ def main(args: argparse.Namespace) -> int:
         path.write_text(script)
     except OSError as exc:
         raise UsageError(f"--out {args.out}: cannot write the batch script there ({exc.strerror})") from None
+    if args.wait:
+        return _submit_and_wait(path, sbatch, out, len(cases))
     ok, answer = submit(path, sbatch)
     if not ok:
         print(f"harness: error: sbatch refused {path}: {answer}", file=sys.stderr)
@@ -95,3 +101,27 @@ def main(args: argparse.Namespace) -> int:
                   f"task(s) x {job.cpus_per_task} CPU(s); script {path}; log {out}/slurm-{answer}.out; "
                   f"records {out}/results.jsonl", soft_wrap=True, highlight=False)
     return 0
+
+
+def _submit_and_wait(path: pathlib.Path, sbatch: pathlib.Path, out: pathlib.Path, n_cases: int) -> int:
+    """Submit, wait for the end of the job, and say what it left: its exit status and the
+    records that carry its job id (no squeue or sacct needed)."""
+    from harness.results.store import read_records
+
+    err_console.print(f"waiting for the job ({n_cases} case(s); script {path}) ...", markup=False)
+    job, status, messages = submit_and_wait(path, sbatch)
+    if job is None:
+        print(f"harness: error: sbatch refused {path}: {messages or f'exit {status}'}", file=sys.stderr)
+        return 1
+    records = []
+    if (out / "results.jsonl").exists():
+        records = [r for r in read_records(out / "results.jsonl")[0] if r.resources.get("slurm_job_id") == job]
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no records with its job id"
+    console.print(f"job {job} ended with exit status {status}: {tally}; log {out}/slurm-{job}.out; "
+                  f"records {out}/results.jsonl", soft_wrap=True, highlight=False)
+    if messages:
+        err_console.print(messages, markup=False)
+    return status if status in (0, 1, 2) else 1

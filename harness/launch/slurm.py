@@ -112,3 +112,12 @@ def submit(script: pathlib.Path, sbatch: pathlib.Path) -> tuple[bool, str]:
     if proc.returncode != 0:
         return False, (proc.stderr or proc.stdout).strip() or f"sbatch exited with {proc.returncode}"
     return True, proc.stdout.strip().split(";")[0]
+
+
+def submit_and_wait(script: pathlib.Path, sbatch: pathlib.Path) -> tuple[str | None, int, str]:
+    """``sbatch --wait``: (job id or None, the job's exit status, sbatch's messages) once the job
+    has ended. sbatch's own status is the job's (Slurm documents it so for --wait)."""
+    proc = subprocess.run([str(sbatch), "--parsable", "--wait", str(script)], capture_output=True, text=True)
+    first = proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else ""
+    job = first.split(";")[0] if first.split(";")[0].isdigit() else None
+    return job, proc.returncode, (proc.stderr or "").strip()

@@ -78,6 +78,7 @@ def resource_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         "cpu_s": across_ranks([r["cpu_s"] for r in ranks]),
         "setup_s": across_ranks([r["setup_s"] for r in ranks]),
         "hosts": sorted({r["host"] for r in ranks}),
+        "placement": [dict(r.get("placement") or {}, rank=r["rank"], host=r["host"]) for r in ranks],
         "energy": energy_summary(ranks[0].get("energy") or {"method": None, "reason": "energy: not read"}),
     }
 

@@ -1,0 +1,108 @@
+"""A real Slurm cluster on this machine (tests/cluster/cluster-up.sh: munge, slurmctld, one
+slurmd per network namespace n1, n2 joined by veth pairs to a bridge), and the harness on it:
+`harness submit --wait` through the real sbatch, a case across two nodes whose MPI traffic is
+counted on the link, and a job cancelled mid-case. Skipped, with the reason, where the cluster
+cannot start (not root, no `ip netns`, Slurm not installed: `apt-get install slurm-wlm munge`)."""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import read_jsonl
+
+HERE = pathlib.Path(__file__).parent / "cluster"
+# MPICH across the namespace nodes: Slurm's PMI-2 wires the ranks, UCX must use TCP (its default
+# shared memory crosses namespaces on one host and would move nothing over the link).
+MPI_ENV = {"UCX_TLS": "tcp,self"}
+pytestmark = [pytest.mark.slow, pytest.mark.mpi]
+
+
+def _unavailable() -> str:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, slurmd)"
+    missing = [t for t in ("slurmctld", "slurmd", "sbatch", "srun", "munged", "ip", "nsenter")
+               if not shutil.which(t) and not pathlib.Path(f"/usr/sbin/{t}").exists()]
+    if missing:
+        return f"missing {', '.join(missing)}: apt-get install slurm-wlm munge iproute2"
+    probe = subprocess.run(["ip", "netns", "add", "harness-probe"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"ip netns does not work here: {probe.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", "harness-probe"], capture_output=True)
+    if subprocess.run(["ip", "link", "show", "br-slurm"], capture_output=True).returncode == 0:
+        return "a br-slurm bridge already exists (another cluster is up)"
+    return ""
+
+
+def _veth_bytes(node: str = "n1") -> int:
+    stats = pathlib.Path(f"/sys/class/net/veth-{node}/statistics")
+    return int((stats / "tx_bytes").read_text()) + int((stats / "rx_bytes").read_text())
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    why = _unavailable()
+    if why:
+        pytest.skip(why)
+    t0 = time.monotonic()
+    up = subprocess.run(["bash", str(HERE / "cluster-up.sh")], env=dict(os.environ, N="2"), capture_output=True,
+                        text=True, timeout=180)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        idle = subprocess.run(["sinfo", "-h", "-t", "idle", "-o", "%D"], capture_output=True, text=True).stdout.strip()
+        assert idle == "2", f"nodes not idle: {idle!r}\n{up.stdout}{up.stderr}"
+        print(f"cluster up in {time.monotonic() - t0:.1f} s")
+        yield
+    finally:
+        subprocess.run(["bash", str(HERE / "cluster-down.sh")], capture_output=True, timeout=120)
+
+
+def test_submit_waits_for_a_two_node_job_whose_traffic_crosses_the_link(cluster, harness_cli, tmp_path) -> None:
+    out = tmp_path / "out"
+    before = _veth_bytes()
+    r = harness_cli("submit", "--workload", "psgd_svm,dpmm", "--size", "smoke", "--ranks", "2", "--threads", "1",
+                    "--nodes", "2", "--repeats", "3", "--launcher-arg=--mpi=pmi2", "--time", "10", "--wait",
+                    "--out", str(out), env=MPI_ENV, timeout=600)
+    moved = _veth_bytes() - before
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ended with exit status 0: 2 ok" in r.stdout
+    records = read_jsonl(out / "results.jsonl")
+    assert [rec["workload"]["name"] for rec in records] == ["psgd_svm", "dpmm"]
+    for rec in records:
+        assert rec["status"] == "ok", rec["reason"]
+        assert rec["resources"]["hosts"] == ["n1", "n2"]          # one rank per node
+        places = {p["host"]: p for p in rec["resources"]["placement"]}
+        assert places["n1"]["addresses"] == ["10.250.0.11"] and places["n2"]["addresses"] == ["10.250.0.12"]
+        job = rec["resources"]["slurm_job_id"]
+        assert all(p["slurm"]["SLURM_JOB_ID"] == job for p in places.values())
+        assert {p["slurm"]["SLURM_NODEID"] for p in places.values()} == {"0", "1"}
+        assert all(p["pmi"] == "Slurm's pmi2 (srun --mpi)" for p in places.values())
+        assert rec["launch"]["launcher"] == "srun" and "MPICH" in rec["software"]["mpi_library"]
+    allreduce = sum(rec["comm"]["ops"]["Allreduce"]["bytes"] for rec in records)
+    assert moved >= allreduce > 0, f"veth-n1 moved {moved} bytes, the records' Allreduce {allreduce}"
+
+
+def test_a_job_cancelled_mid_case_leaves_a_record_with_the_reason(cluster, harness_cli, tmp_path) -> None:
+    out = tmp_path / "out"
+    r = harness_cli("submit", "--workload", "fault_slow", "--param", "seconds=120", "--repeats", "1", "--warmup",
+                    "0", "--threads", "1", "--time", "10", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    job = r.stdout.split("submitted job ", 1)[1].split(":", 1)[0]
+    end = time.monotonic() + 120
+    work = out / ".work"
+    while not (work.exists() and any(work.rglob("spec.json"))):     # the case has started
+        assert time.monotonic() < end, "the job never started its case"
+        time.sleep(0.5)
+    time.sleep(3)
+    subprocess.run(["scancel", job], check=True)
+    end = time.monotonic() + 60
+    while not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text().strip():
+        assert time.monotonic() < end, "no record 60 s after scancel"
+        time.sleep(0.5)
+    (rec,) = read_jsonl(out / "results.jsonl")
+    assert rec["status"] == "failed" and rec["reason"].startswith("interrupted by SIGTERM"), rec["reason"]
+    assert rec["resources"]["slurm_job_id"] == job
