@@ -106,3 +106,17 @@ def test_a_job_cancelled_mid_case_leaves_a_record_with_the_reason(cluster, harne
     (rec,) = read_jsonl(out / "results.jsonl")
     assert rec["status"] == "failed" and rec["reason"].startswith("interrupted by SIGTERM"), rec["reason"]
     assert rec["resources"]["slurm_job_id"] == job
+
+
+def test_a_job_past_its_time_limit_leaves_a_record_with_the_reason(cluster, harness_cli, tmp_path) -> None:
+    """Slurm ends the job at --time 1 (one minute) with SIGTERM, then SIGKILL after KillWait (5 s):
+    the case running then is recorded as interrupted, and the harness reports nothing else wrong."""
+    out = tmp_path / "out"
+    r = harness_cli("submit", "--workload", "fault_slow", "--param", "seconds=300", "--repeats", "1", "--warmup",
+                    "0", "--threads", "1", "--time", "1", "--wait", "--out", str(out), timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr                   # the job failed: its case did
+    (rec,) = read_jsonl(out / "results.jsonl")
+    assert rec["status"] == "failed" and rec["reason"].startswith("interrupted by SIGTERM"), rec["reason"]
+    assert 55 < rec["duration_s"] < 150
+    log = next(out.glob("slurm-*.out")).read_text()
+    assert "DUE TO TIME LIMIT" in log or "time limit" in log.lower(), log[-2000:]
