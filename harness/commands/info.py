@@ -108,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
     for key, value in [
         ("host", fp["hostname"]),
         ("arch", fp["arch"] + (f"  EMULATED: {emulation.get('evidence')}" if emulation.get("emulated") else "")),
-        ("cpu", f"{cpu['model']} ({cpu['vendor']})"),
+        ("cpu", cpu['model'] + (f" ({cpu['vendor']})" if cpu['vendor'] else "")),
         ("microarchitecture", f"{uarch['name']} (family {uarch['family']}, {uarch['source']})" if uarch.get("name")
          else uarch.get("reason", "unknown")),
         ("cores", f"{cpu['physical_cores']} physical, {cpu['logical_cpus']} logical, "

@@ -23,6 +23,30 @@ def numpy_openblas() -> pathlib.Path | None:
     return found[0] if found else None
 
 
+def system_openblas() -> pathlib.Path | None:
+    """The distribution's OpenBLAS where numpy comes from the distribution (Debian, Ubuntu: numpy
+    links libblas.so.3, an alternative that points into openblas-pthread/; PyPI has no numpy for
+    ppc64le, so Power nodes often run this one). None where libblas is not OpenBLAS."""
+    import sysconfig
+
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    for folder in (pathlib.Path("/usr/lib") / multiarch, pathlib.Path("/usr/lib64"), pathlib.Path("/usr/lib")):
+        for name in ("libblas.so.3", "libopenblas.so.0"):
+            candidate = folder / name
+            real = candidate.resolve()
+            if candidate.exists() and "openblas" in str(real).lower():
+                # Debian's openblas-pthread/libblas.so.3 is a thin front for libopenblasp-r*.so in the
+                # same folder: the library itself is what runs (and what threadpoolctl and dladdr name).
+                inner = sorted(p.resolve() for p in real.parent.glob("libopenblas*.so*") if p.resolve().is_file())
+                return inner[0] if inner else real
+    return None
+
+
+def numpy_blas() -> pathlib.Path | None:
+    """The OpenBLAS numpy itself calls: its wheel's bundled one, else the distribution's."""
+    return numpy_openblas() or system_openblas()
+
+
 class OpenblasBackend(BlasLibraryBackend):
     name = "openblas"
     description = "OpenBLAS: the one numpy's wheel carries, or OPENBLAS_LIBRARY=/path/libopenblas.so"
@@ -31,14 +55,14 @@ class OpenblasBackend(BlasLibraryBackend):
     install_hint = "no OpenBLAS found: pip install numpy (its wheel carries OpenBLAS) or set HARNESS_OPENBLAS_LIBRARY"
 
     def find(self) -> pathlib.Path | None:
-        return numpy_openblas()
+        return numpy_blas()
 
     def frameworks(self) -> tuple[str, ...]:
         path = self.library_path()
         if path is None:
             return ()
         # numpy is driven when numpy's own BLAS is this OpenBLAS file, or through FlexiBLAS.
-        numpy = path == numpy_openblas() or self.flexiblas_name() is not None
+        numpy = path == numpy_blas() or self.flexiblas_name() is not None
         return ("numpy", "blas") if numpy else ("blas",)
 
     def _symbols(self, lib: Cblas) -> tuple[str, str, str, str]:
@@ -62,9 +86,9 @@ class OpenblasBackend(BlasLibraryBackend):
         pools = ev["threadpool_info"]
         problems, warnings = [], []
         foreign = [p for p in pools if p.get("user_api") == "blas" and p.get("internal_api") != "openblas"]
-        numpy_lib = numpy_openblas()
+        numpy_lib = numpy_blas()
         if "numpy" in sys.modules and numpy_lib is not None:
-            numpy_pool = [p for p in pools if pathlib.Path(p.get("filepath", "")) == numpy_lib]
+            numpy_pool = [p for p in pools if pathlib.Path(p.get("filepath", "")).resolve() == numpy_lib.resolve()]
             if not numpy_pool:
                 problems.append(f"numpy is imported but its OpenBLAS ({numpy_lib.name}) is not loaded")
             elif foreign and any(p["internal_api"] == "mkl" for p in foreign):
