@@ -5,6 +5,7 @@ counted on the link, and a job cancelled mid-case. Skipped, with the reason, whe
 cannot start (not root, no `ip netns`, Slurm not installed: `apt-get install slurm-wlm munge`)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import shutil
@@ -46,22 +47,29 @@ def _veth_bytes(node: str = "n1") -> int:
     return int((stats / "tx_bytes").read_text()) + int((stats / "rx_bytes").read_text())
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@contextlib.contextmanager
+def slurm_cluster(nodes: int):
+    """N namespace nodes up for the block, and everything they made removed after it."""
     why = _unavailable()
     if why:
         pytest.skip(why)
     t0 = time.monotonic()
-    up = subprocess.run(["bash", str(HERE / "cluster-up.sh")], env=dict(os.environ, N="2"), capture_output=True,
-                        text=True, timeout=180)
+    up = subprocess.run(["bash", str(HERE / "cluster-up.sh")], env=dict(os.environ, N=str(nodes)),
+                        capture_output=True, text=True, timeout=180)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         idle = subprocess.run(["sinfo", "-h", "-t", "idle", "-o", "%D"], capture_output=True, text=True).stdout.strip()
-        assert idle == "2", f"nodes not idle: {idle!r}\n{up.stdout}{up.stderr}"
-        print(f"cluster up in {time.monotonic() - t0:.1f} s")
+        assert idle == str(nodes), f"nodes not idle: {idle!r}\n{up.stdout}{up.stderr}"
+        print(f"cluster of {nodes} up in {time.monotonic() - t0:.1f} s")
         yield
     finally:
         subprocess.run(["bash", str(HERE / "cluster-down.sh")], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with slurm_cluster(2):
+        yield
 
 
 def test_submit_waits_for_a_two_node_job_whose_traffic_crosses_the_link(cluster, harness_cli, tmp_path) -> None:
@@ -123,3 +131,4 @@ def test_a_job_past_its_time_limit_leaves_a_record_with_the_reason(cluster, harn
     assert 55 < rec["duration_s"] < 150
     log = next(out.glob("slurm-*.out")).read_text()
     assert "DUE TO TIME LIMIT" in log or "time limit" in log.lower(), log[-2000:]
+
