@@ -65,7 +65,9 @@ class Campaign:
         self.failures: list[str] = []
 
     def harness(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(HARNESS), *args], env=self.env, text=True, capture_output=True, timeout=timeout)
+        # In the campaign's own folder: a relative hostile --out must not land in the caller's folder.
+        return subprocess.run([str(HARNESS), *args], env=self.env, text=True, capture_output=True, timeout=timeout,
+                              cwd=self.work)
 
     def _bad(self, what: str, count: str) -> None:
         self.counts[count] += 1
@@ -83,7 +85,7 @@ class Campaign:
                     "--ranks", "2"]
         args += ["--repeats", "2", "--warmup", "0", "--timeout", "120", "--out", str(out)]
         proc = subprocess.Popen([str(HARNESS), *args], env=self.env, text=True, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
+                                stderr=subprocess.PIPE, cwd=self.work)
         end = time.monotonic() + rng.uniform(0.1, 6.0)
         seen: set[int] = set()
         while time.monotonic() < end and proc.poll() is None:
