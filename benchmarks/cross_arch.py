@@ -30,6 +30,7 @@ It prints the time of each step. Mounts (/proc, /sys, /dev) are undone on exit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pathlib
 import shutil
@@ -54,17 +55,16 @@ CLEAN_ENV = {"PATH": "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/us
              "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
+@contextlib.contextmanager
 def step(name: str):
     """Print a step's name, then its duration when the block ends."""
-    class _Step:
-        def __enter__(self):
-            self.t0 = time.monotonic()
-            print(f"== {name}", flush=True)
-
-        def __exit__(self, *exc):
-            print(f"== {name}: {time.monotonic() - self.t0:.0f} s{' (failed)' if exc[0] else ''}", flush=True)
-            return False
-    return _Step()
+    print(f"== {name}", flush=True)
+    t0, failed = time.monotonic(), True
+    try:
+        yield
+        failed = False
+    finally:
+        print(f"== {name}: {time.monotonic() - t0:.0f} s{' (failed)' if failed else ''}", flush=True)
 
 
 def sh(*cmd: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:

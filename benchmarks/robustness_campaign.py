@@ -21,30 +21,11 @@ import sys
 import tempfile
 import time
 
+from harness.launch.guard import descendants
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HARNESS = pathlib.Path(sys.executable).with_name("harness")
 SIGNALS = [signal.SIGKILL, signal.SIGKILL, signal.SIGHUP, signal.SIGTERM, signal.SIGINT]
-
-
-def _children() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = pathlib.Path(f"/proc/{entry}/stat").read_bytes()
-            except OSError:
-                continue
-            out.setdefault(int(stat[stat.rindex(b")") + 2:].split()[1]), []).append(int(entry))
-    return out
-
-
-def _tree(pid: int) -> set[int]:
-    kids, out, todo = _children(), set(), [pid]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            out.add(c)
-            todo.append(c)
-    return out
 
 
 def _alive(pid: int) -> bool:
@@ -89,10 +70,10 @@ class Campaign:
         end = time.monotonic() + rng.uniform(0.1, 6.0)
         seen: set[int] = set()
         while time.monotonic() < end and proc.poll() is None:
-            seen |= _tree(proc.pid)
+            seen |= set(descendants(proc.pid))
             time.sleep(0.02)
         sig = rng.choice(SIGNALS)
-        seen |= _tree(proc.pid)
+        seen |= set(descendants(proc.pid))
         try:
             proc.send_signal(sig)
         except ProcessLookupError:

@@ -81,12 +81,13 @@ def describe_cpu(root: pathlib.Path = pathlib.Path("/"), interpreter_arch: str |
     ``arch`` is the interpreter's (``platform.machine()``) for the live machine; for a fixture
     root, the architecture its cpuinfo describes unless ``interpreter_arch`` is given."""
     fields = read_cpuinfo(root)
+    cpu_root = root / "sys" / "devices" / "system" / "cpu"
     described = cpuinfo_arch(fields)
     live = root == pathlib.Path("/")
     arch = interpreter_arch or (platform.machine() if live else described) or platform.machine()
     uarch = microarchitecture(fields, described or arch)
     reported = fields.get("model name") or fields.get("cpu")
-    emulated = emulation(fields, arch)
+    emulated = emulation(fields, described, arch)
     if emulated["emulated"]:
         # The CPU described is the host's, not what the code runs as: keep it as evidence only.
         emulated["host_cpu"] = {"model": reported, "microarch": uarch.get("name")}
@@ -94,14 +95,13 @@ def describe_cpu(root: pathlib.Path = pathlib.Path("/"), interpreter_arch: str |
         return {"arch": arch, "emulation": emulated,
                 "cpu": {"model": f"{arch} under binary translation on {reported or 'an unknown CPU'}",
                         "model_reported": False, "vendor": "", "flags": [], "microarch": uarch,
-                        "sockets": count_sockets(root / "sys" / "devices" / "system" / "cpu"), "caches": []}}
+                        "sockets": count_sockets(cpu_root), "caches": []}}
     if reported:
         model = reported
     elif uarch.get("name"):   # Arm cores name no model: vendor and microarchitecture say it
         model = f"{uarch['vendor']} {uarch['name']} (CPU part {fields.get('cpu part', '?')})"
     else:
         model = (py_cpuinfo().get("brand_raw") if live else None) or platform.processor() or "unknown"
-    cpu_root = root / "sys" / "devices" / "system" / "cpu"
     return {
         "arch": arch,
         "emulation": emulated,

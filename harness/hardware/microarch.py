@@ -58,10 +58,10 @@ def features(fields: dict[str, str]) -> set[str]:
     return words
 
 
-def emulation(fields: dict[str, str], interpreter_arch: str) -> dict[str, Any]:
+def emulation(fields: dict[str, str], described: str | None, interpreter_arch: str) -> dict[str, Any]:
     """{"emulated": bool, "evidence": str}: the process runs as ``interpreter_arch`` but the CPU
-    it reads about is another architecture (qemu-user and other binary translators)."""
-    described = cpuinfo_arch(fields)
+    it reads about (``fields``, which describe ``described``: see cpuinfo_arch) is another
+    architecture (qemu-user and other binary translators)."""
     if described and interpreter_arch and described != _canonical(interpreter_arch):
         return {"emulated": True,
                 "evidence": f"this process runs as {interpreter_arch} but /proc/cpuinfo describes an "
@@ -87,7 +87,7 @@ def microarchitecture(fields: dict[str, str], arch: str) -> dict[str, Any]:
     if arch not in TARGETS:
         return {"name": None, "reason": f"archspec knows no architecture {arch!r}"}
     root = TARGETS[arch]
-    found = set(features(fields))
+    found = features(fields)
     vendor = fields.get("vendor_id", "generic")
     cpu_part = ""
     generation = 0

@@ -47,13 +47,9 @@ class Profile:
     match: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
 
-    def score(self, fp: dict[str, Any]) -> int | None:
-        """How many criteria this machine meets, or None when one fails (or none are given)."""
-        judged = self.judge(fp)
-        return judged[0] if judged else None
-
     def judge(self, fp: dict[str, Any]) -> tuple[int, str, int] | None:
-        """(score, how it matched, ancestry distance), or None when a criterion fails."""
+        """(score: how many criteria this machine meets, how it matched, ancestry distance), or
+        None when a criterion fails (or none are given)."""
         m, score, by, distance = self.match, 0, "", 0
         cpu = fp.get("cpu", {})
         if "arch" in m:

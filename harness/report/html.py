@@ -38,10 +38,11 @@ def _img(title: str, png: bytes) -> str:
 
 
 def html_report(df: pd.DataFrame, problems: list[str]) -> str:
+    energy = energy_note(df)
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hpml-harness report</title>"
              f"<style>{CSS}</style></head><body><h1>hpml-harness report</h1>"
              f"<p class='note'>{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
-             f"{html.escape(' ' + energy_note(df) + '.') if energy_note(df) else ''}</p>"]
+             f"{html.escape(' ' + energy + '.') if energy else ''}</p>"]
     claims = claim_rows(df)
     parts.append(f"<h2>Reproduction summary: paper claims ({html.escape(claim_tally(claims))})</h2>")
     parts.append(_table(CLAIM_COLUMNS, claims, verdict_col=4) if claims else "<p>No claims were evaluated.</p>")

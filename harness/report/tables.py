@@ -44,12 +44,12 @@ def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
                 r.params if r.params != "{}" else "", r.size, r.machine, r.backend, r.library,
                 f"{r.ranks}x{r.threads}", r.status + (" (unstable)" if r.unstable else "")
                 + (f" ({r.control} of a control)" if r.control else ""),
-                _num(r.median_s) + (EMU_MARK if getattr(r, "emulated", False) and _num(r.median_s) else ""), ci,
+                _num(r.median_s) + (EMU_MARK if r.emulated and _num(r.median_s) else ""), ci,
                 f"{_num(r.throughput)} {r.throughput_unit}" if _num(r.throughput) else "",
                 _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%"),
                 _num(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
                 _num(r.comm_imbalance, "{:.3f}"),
-                energy_text(getattr(r, "energy_j", None), r.median_s, r.throughput, r.throughput_unit),
+                energy_text(r.energy_j, r.median_s, r.throughput, r.throughput_unit),
                 summarize_claims(verdicts(r.claims)),
                 (r.reason or "").splitlines()[0][:160] if r.reason else "",
             ])
