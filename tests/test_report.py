@@ -110,19 +110,28 @@ def test_csv_and_parquet(harness_cli, two_runs, tmp_path) -> None:
 def test_compare_verdicts_and_exit_status(harness_cli, two_runs, tmp_path) -> None:
     r = harness_cli("compare", *map(str, two_runs))
     assert r.returncode in (0, 1) and "verdicts:" in r.stdout
-    # A candidate twice as slow on every sample is a significant regression: exit 1.
-    slow = copy.deepcopy(read_jsonl(two_runs[0])[0])
-    slow["samples"] = [2 * s for s in slow["samples"]]
-    slow["stats"] = dict(slow["stats"], median=2 * slow["stats"]["median"])
-    slow_file = tmp_path / "slow.jsonl"
+    # A candidate twice as slow on every sample is a significant regression: exit 1. The samples are
+    # set, not measured: on a shared machine one slow outlier among 5 measured samples can overlap the
+    # doubled ones enough that Mann-Whitney (5 vs 5) no longer reaches p < 0.05 (CI saw it once).
+    steady = copy.deepcopy(read_jsonl(two_runs[0])[0])
+    steady["samples"] = [0.0100, 0.0101, 0.0099, 0.0102, 0.0098]
+    steady["stats"] = dict(steady["stats"], median=0.0100)
+    slow = copy.deepcopy(steady)
+    slow["samples"] = [2 * s for s in steady["samples"]]
+    slow["stats"] = dict(steady["stats"], median=0.0200)
+    steady_file, slow_file = tmp_path / "steady.jsonl", tmp_path / "slow.jsonl"
+    append_record(steady_file, Record.from_json(steady))
     append_record(slow_file, Record.from_json(slow))
-    r = harness_cli("compare", str(two_runs[0]), str(slow_file))
+    r = harness_cli("compare", str(steady_file), str(slow_file))
     assert r.returncode == 1 and "slower" in r.stdout
-    base, _ = load_frame([two_runs[0]])
+    base, _ = load_frame([steady_file])
     cand, _ = load_frame([slow_file])
     (result,) = compare(base, cand)
     assert result.ratio == pytest.approx(2.0) and result.p_value < 0.05
-    r = harness_cli("compare", str(slow_file), str(two_runs[0]), "--json")
+    # The control: the same samples on both sides are no change, and exit 0.
+    r = harness_cli("compare", str(steady_file), str(steady_file))
+    assert r.returncode == 0 and "no significant change" in r.stdout
+    r = harness_cli("compare", str(slow_file), str(steady_file), "--json")
     assert r.returncode == 0 and json.loads(r.stdout)[0]["verdict"] == "faster"
 
 
