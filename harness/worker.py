@@ -96,7 +96,8 @@ SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID", "SLURM_LOCALID", 
 
 def placement() -> dict[str, Any]:
     """Where this rank ran: its IPv4 addresses (from the interfaces, not the resolver), the Slurm
-    job, step and node it belongs to, and the process-management interface that wired it up."""
+    job, step and node it belongs to, the process-management interface that wired it up, and how
+    its links are shaped (qdisc, NFQUEUE)."""
     import psutil
 
     addresses = sorted(a.address for nic, addrs in psutil.net_if_addrs().items() for a in addrs
@@ -112,7 +113,9 @@ def placement() -> dict[str, Any]:
         pmi = "Open MPI runtime (mpirun)"
     else:
         pmi = None
-    return {"addresses": addresses, "slurm": {k: env[k] for k in SLURM_KEYS if k in env}, "pmi": pmi}
+    from harness.hardware.network import links, nfqueues
+    return {"addresses": addresses, "slurm": {k: env[k] for k in SLURM_KEYS if k in env}, "pmi": pmi,
+            "links": links(), "nfqueues": nfqueues()}
 
 
 def device_sync(backend: Backend | None) -> Callable[[], None] | None:

@@ -1,7 +1,8 @@
 """A real Slurm cluster on this machine (tests/cluster/cluster-up.sh: munge, slurmctld, one
 slurmd per network namespace n1, n2 joined by veth pairs to a bridge), and the harness on it:
 `harness submit --wait` through the real sbatch, a case across two nodes whose MPI traffic is
-counted on the link, and a job cancelled mid-case. Skipped, with the reason, where the cluster
+counted on the link, a link shaped to 1 Gbit/s and 100 us whose latency and bandwidth the
+cnn_scaling validation recovers, and a job cancelled mid-case or past its time limit. Skipped, with the reason, where the cluster
 cannot start (not root, no `ip netns`, Slurm not installed: `apt-get install slurm-wlm munge`)."""
 from __future__ import annotations
 
@@ -132,3 +133,75 @@ def test_a_job_past_its_time_limit_leaves_a_record_with_the_reason(cluster, harn
     log = next(out.glob("slurm-*.out")).read_text()
     assert "DUE TO TIME LIMIT" in log or "time limit" in log.lower(), log[-2000:]
 
+
+
+@contextlib.contextmanager
+def shaped_link(rate: str, delay_us: str):
+    """Every node's egress shaped by tests/cluster/shape-link.sh (tbf RATE, NFQUEUE delay) for the block."""
+    if not shutil.which("iptables") and not pathlib.Path("/usr/sbin/iptables").exists():
+        pytest.skip("no iptables: apt-get install iptables libnetfilter-queue-dev")
+    env = dict(os.environ, RATE=rate, DELAY_US=delay_us)
+    on = subprocess.run(["bash", str(HERE / "shape-link.sh")], env=env, capture_output=True, text=True, timeout=60)
+    try:
+        if on.returncode != 0 and "netfilter_queue" in on.stderr:
+            pytest.skip(f"cannot build nfqdelay: apt-get install libnetfilter-queue-dev ({on.stderr.strip()[-200:]})")
+        assert on.returncode == 0, on.stdout + on.stderr
+        yield on.stdout
+    finally:
+        subprocess.run(["bash", str(HERE / "shape-link.sh"), "off"], capture_output=True, timeout=60)
+
+
+def _validation(harness_cli, out: pathlib.Path) -> dict:
+    r = harness_cli("submit", "--workload", "cnn_scaling", "--size", "smoke", "--param", "mode=validate",
+                    "--param", "sweep_max_kib=8192", "--ranks", "2", "--threads", "1", "--nodes", "2",
+                    "--repeats", "1", "--warmup", "0", "--launcher-arg=--mpi=pmi2", "--time", "10", "--wait",
+                    "--out", str(out), env=MPI_ENV, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (rec,) = read_jsonl(out / "results.jsonl")
+    assert rec["status"] == "ok" and rec["resources"]["hosts"] == ["n1", "n2"], rec["reason"]
+    return rec
+
+
+# tbf meters whole Ethernet frames: 1514 bytes on the wire carry 1448 bytes of TCP payload.
+FRAME_OVERHEAD = 1514 / 1448
+
+
+def test_the_validation_recovers_a_shaped_links_latency_and_bandwidth(cluster, harness_cli, tmp_path) -> None:
+    """cnn_scaling's validation across the two nodes: on the plain link; with every node's link
+    shaped to 1 Gbit/s (tbf); with the NFQUEUE delay path added at 0 us; and at 100 us each way. Its
+    ping-pong fit must find the configured bandwidth (beta within 25 % of 8 ns/B of frame, from the
+    tbf run) and latency (alpha within 25 % of 100 us: the 100 us run less the 0 us one, which
+    removes the delay path's own cost of about 20 us a packet). The plain link, the control, fails
+    the bandwidth check, and the 0 us run the latency check."""
+    plain = _validation(harness_cli, tmp_path / "plain")["metrics"]
+    with shaped_link("1gbit", "none"):
+        rate_rec = _validation(harness_cli, tmp_path / "rate")
+    with shaped_link("1gbit", "0"):
+        zero = _validation(harness_cli, tmp_path / "zero")["metrics"]
+    with shaped_link("1gbit", "100") as shaping:
+        both_rec = _validation(harness_cli, tmp_path / "both")
+    rate, both = rate_rec["metrics"], both_rec["metrics"]
+    configured_beta = 8.0 * FRAME_OVERHEAD                      # ns per payload byte at 1 Gbit/s
+    added = both["link_alpha_us"] - zero["link_alpha_us"]
+    print(shaping)
+    runs = {"plain": plain, "tbf": rate, "tbf+nfq 0": zero, "tbf+nfq 100": both}
+    for name, m in runs.items():
+        print(f"{name:12s} link alpha {m['link_alpha_us']:7.1f} us  beta {m['link_beta_ns_per_byte']:6.2f} ns/B"
+              f"  allreduce alpha {m['alpha_us']:7.1f} us")
+    print(f"delay added {added:.1f} us (configured 100; {both['link_alpha_us'] - plain['link_alpha_us']:.1f} "
+          f"over the plain link); tbf beta {rate['link_beta_ns_per_byte']:.2f} ns/B (configured {configured_beta:.2f})")
+    # The controls: the plain link is far from the configured bandwidth, the 0 us path far from 100 us.
+    assert abs(plain["link_beta_ns_per_byte"] / configured_beta - 1) > 0.25
+    assert zero["link_alpha_us"] - plain["link_alpha_us"] < 75
+    assert abs(rate["link_beta_ns_per_byte"] / configured_beta - 1) < 0.25
+    assert abs(added / 100 - 1) < 0.25
+    # The shaping is in the record, per rank: the tbf on the node's link and the NFQUEUE that delays it.
+    for place in both_rec["resources"]["placement"]:
+        (eth0,) = [link for link in place["links"] if link["iface"] == "eth0"]
+        assert "tbf" in eth0["qdisc"] and "rate 1Gbit" in eth0["qdisc"]
+        assert place["nfqueues"] and place["nfqueues"][0]["packets"] > 0
+    assert all(not p["nfqueues"] for p in rate_rec["resources"]["placement"])
+    # The efficiency claims are judged on the shaped link too (their verdicts are not the point here).
+    judged = {c["metric"]: c["passed"] for c in both_rec["claims"]}
+    print(f"claims on the shaped link: {judged}")
+    assert judged["efficiency_error_max"] is not None and judged["allreduce_residual_max"] is not None

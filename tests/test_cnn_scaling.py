@@ -100,6 +100,8 @@ def test_validate_two_ranks_records_predictions_and_residuals(harness_cli, tmp_p
     assert m["efficiency_error_max"] == pytest.approx(max(
         abs(m[f"efficiency_{b}_model"] - m[f"efficiency_{b}_measured"]) for b in ("small", "large")))
     assert m["reduction_gbs_measured"] > 0
+    assert m["pingpong_bytes"] == m["allreduce_sweep_bytes"] and len(m["pingpong_s"]) == len(m["pingpong_bytes"])
+    assert m["link_alpha_us"] == pytest.approx(m["pingpong_s"][0] * 1e6) and m["link_beta_ns_per_byte"] > 0
 
 
 def test_allreduce_fit_finds_the_protocol_break_and_extrapolates() -> None:
@@ -116,6 +118,22 @@ def test_allreduce_fit_finds_the_protocol_break_and_extrapolates() -> None:
     assert max(abs(r["residual"]) for r in rows) < 0.01
     straight = [(2**i, 5e-6 + 1e-9 * 2**i) for i in range(3, 21)]
     assert fit_network(straight, 2).high is None
+
+
+def test_link_fit_takes_alpha_from_the_smallest_and_beta_from_the_largest_messages() -> None:
+    """A link of 100 us and 1 Gbit/s (8 ns/B) behind a window that makes mid-size messages slower
+    than the line: alpha and beta come back exact, and the mid sizes do not bend beta."""
+    from harness_plugins.cnn_scaling.calibrate import fit_link
+
+    def t(n):
+        return 100e-6 + 8e-9 * n + (300e-6 if 4096 <= n < 2**20 else 0.0)
+    alpha, beta = fit_link([(2**i, t(2**i)) for i in range(3, 23)])
+    assert alpha == pytest.approx(100e-6 + 8e-9 * 8) and beta == pytest.approx(8e-9)
+    _, straight = fit_link([(2**i, 100e-6 + 8e-9 * 2**i) for i in (3, 4)])
+    assert straight == pytest.approx(8e-9)
+    # Only the largest quarter counts: a bump reaching into it bends beta.
+    _, bent = fit_link([(2**i, t(2**i) + (300e-6 if i == 20 else 0.0)) for i in range(3, 23)])
+    assert abs(bent / 8e-9 - 1) > 0.01
 
 
 @pytest.mark.mpi

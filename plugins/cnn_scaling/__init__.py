@@ -6,7 +6,7 @@ time per iteration, speed-up and efficiency for a hardware profile's peak FLOP/s
 bandwidth and link bandwidth/latency (overridable), with the cheapest Allreduce per message.
 ``mode=validate``: on this machine, with the case's MPI ranks: fit alpha/beta from an Allreduce
 sweep on small messages (piecewise where the MPI library switches protocol) and check it by
-extrapolation to larger ones, time the small CNN's GEMMs against the roofline prediction from
+extrapolation to larger ones; fit the link's own alpha/beta from a ranks 0-1 ping-pong; time the small CNN's GEMMs against the roofline prediction from
 measured ceilings, and train the small CNN data-parallel at a small and a large per-rank batch:
 measured efficiency next to the model's, whose compute term is calibrated from timed training
 steps of that same network at the per-rank batch (no communication) and whose communication term
@@ -153,6 +153,9 @@ class CnnScaling(Workload):
             fit, ar_rows = calibrate.validate_allreduce(points, pr, p["latency_us"] * 1e-6,
                                                         1.0 / (p["link_gbs"] * 1e9) if p["link_gbs"] else 0.0)
             reduce_bw = calibrate.reduction_bandwidth()
+        with ctx.phase("pingpong_sweep"):
+            link_points = calibrate.pingpong_sweep(ctx.comm, sizes, reps=10) if pr >= 2 else []
+            link_alpha, link_beta = calibrate.fit_link(link_points) if link_points else (None, None)
         with ctx.phase("gemm_validation"):
             node = calibrate.measure_node(ctx.threads)
             if p["node_gflops"] or p["mem_gbs"]:   # a stated node replaces the measured one
@@ -194,6 +197,13 @@ class CnnScaling(Workload):
             "alpha_us_above_break": fit.high.alpha * 1e6 if fit.high else None,
             "beta_ns_per_byte_above_break": fit.high.beta * 1e9 if fit.high else None,
             "allreduce_fit_max_bytes": sizes[-1] // 4 if sizes else None,
+            "allreduce_sweep_bytes": [b for b, _ in points],       # the whole sweep, for fits of one's own
+            "allreduce_sweep_s": [s for _, s in points],
+            # The link itself, from a ranks 0-1 ping-pong (OSU-style): comparable with a network's spec.
+            "link_alpha_us": link_alpha * 1e6 if link_alpha is not None else None,
+            "link_beta_ns_per_byte": link_beta * 1e9 if link_beta is not None else None,
+            "pingpong_bytes": [b for b, _ in link_points],
+            "pingpong_s": [s for _, s in link_points],
             "reduction_gbs_measured": reduce_bw / 1e9,
             "allreduce_bytes": [r["bytes"] for r in ar_rows],
             "allreduce_measured_s": [r["measured_s"] for r in ar_rows],

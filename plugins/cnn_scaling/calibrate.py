@@ -117,6 +117,43 @@ def validate_allreduce(points: list[tuple[int, float]], p: int, alpha: float = 0
     return fit, rows
 
 
+def pingpong_sweep(comm, sizes: list[int], reps: int) -> list[tuple[int, float]]:
+    """(bytes, median one-way seconds) of a ping-pong between ranks 0 and 1, as OSU's latency test
+    measures it (half the round trip); the other ranks wait. Every rank gets the result."""
+    rank = comm.Get_rank()
+    out = []
+    for nbytes in sizes:
+        x = np.ones(max(1, nbytes // 4), dtype=np.float32)
+        y = np.empty_like(x)
+        times = []
+        comm.Barrier()
+        if rank < 2:
+            other = 1 - rank
+            for _ in range(reps + 1):          # the first round trip sets up the connection: dropped
+                t0 = time.perf_counter()
+                if rank == 0:
+                    comm.Send(x, dest=other)
+                    comm.Recv(y, source=other)
+                else:
+                    comm.Recv(y, source=other)
+                    comm.Send(x, dest=other)
+                times.append((time.perf_counter() - t0) / 2)
+        out.append((x.nbytes, statistics.median(times[1:]) if rank == 0 else 0.0))
+    return comm.bcast(out, root=0)
+
+
+def fit_link(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(alpha s, beta s/byte) of the link, Hockney's way: alpha is the one-way time of the smallest
+    message, beta the least-squares slope over the largest quarter of the sizes (at least two), where
+    the time is all bandwidth. The Allreduce fit above, by contrast, folds the MPI library's protocol
+    round trips into its alpha (e.g. 1, 2 or 4 link crossings by message size on MPICH over TCP)."""
+    n = np.array([b for b, _ in points], dtype=float)
+    t = np.array([s for _, s in points])
+    large = n >= min(n[-2], n[-1] / 4) if len(n) >= 2 else np.ones_like(n, dtype=bool)
+    beta = float(np.polyfit(n[large], t[large], 1)[0]) if large.sum() >= 2 else float("nan")
+    return float(t[0]), beta
+
+
 def reduction_bandwidth(nbytes: int = 4 * 2**20) -> float:
     """Bytes of message reduced per second by an elementwise fp32 sum (np.add, out of cache):
     the inverse of the model's gamma on this machine."""
