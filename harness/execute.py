@@ -24,6 +24,7 @@ from harness.errors import UsageError
 from harness.hardware.fingerprint import usable_cpus
 from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
+from harness.launch.slurm import allocation_note
 from harness.plan import Case
 from harness.protocol.aggregate import comm_summary, phase_summary, repeat_samples, resource_summary
 from harness.protocol.pmpi import ready_hook
@@ -242,6 +243,9 @@ def execute(case: Case, session: Session) -> Record:
         signum = getattr(stop, "signum", 2)
         record.status = "failed"
         record.reason = f"interrupted by {_signal_name(signum)}: the run was stopped while this case ran"
+        slurm_says = allocation_note()
+        if slurm_says:
+            record.reason += f" ({slurm_says})"
         record.duration_s = time.perf_counter() - t_start
         raise CaseInterrupted(record, signum) from None
 

@@ -145,3 +145,23 @@ def test_every_line_of_a_batch_script_is_a_directive_a_comment_or_ours(harness_c
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert all(ln.startswith(("#", "set -euo pipefail", "cd ", "exec ")) for ln in lines), lines
+
+
+def test_an_interrupted_case_says_what_slurm_saw(tmp_path, monkeypatch) -> None:
+    """A stand-in scontrol: the job is COMPLETING and n2 is down, n1 fine; the note names n2 only,
+    and with its reason (which holds spaces). Outside an allocation there is no note."""
+    from harness.launch.slurm import allocation_note
+
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text(
+        "#!/bin/sh\n"
+        'if [ "$2" = job ]; then echo "JobId=7 JobName=h JobState=COMPLETING Reason=None NodeList=n1"; exit 0; fi\n'
+        'echo "NodeName=n1 Arch=x86_64 State=IDLE ThreadsPerCore=1 Reason= Comment=(null)"\n'
+        'echo "NodeName=n2 Arch=x86_64 State=DOWN+NOT_RESPONDING ThreadsPerCore=1 Reason=Not responding [root@t] Comment=(null)"\n')
+    scontrol.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    assert allocation_note() == ""
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-2]")
+    assert allocation_note() == "Slurm job 7: COMPLETING; node n2 DOWN+NOT_RESPONDING (Not responding [root@t])"

@@ -121,3 +121,50 @@ def submit_and_wait(script: pathlib.Path, sbatch: pathlib.Path) -> tuple[str | N
     first = proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else ""
     job = first.split(";")[0] if first.split(";")[0].isdigit() else None
     return job, proc.returncode, (proc.stderr or "").strip()
+
+
+def _scontrol_records(*args: str) -> list[dict[str, str]]:
+    """`scontrol show ... -o` as one dict of Key=Value per line ([] without scontrol or on error)."""
+    scontrol = shutil.which("scontrol")
+    if scontrol is None:
+        return []
+    try:
+        out = subprocess.run([scontrol, "show", *args, "-o"], capture_output=True, text=True, timeout=3)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if out.returncode != 0:
+        return []
+    return [_key_values(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
+
+
+def _key_values(line: str) -> dict[str, str]:
+    """One `scontrol -o` line; values may hold spaces (Reason=Not responding [slurm@...])."""
+    keys = list(_KEY.finditer(line))
+    return {m.group(1): line[m.end():nxt.start() if nxt else len(line)].strip()
+            for m, nxt in zip(keys, keys[1:] + [None])}
+
+
+def allocation_note() -> str:
+    """What Slurm says of this job and its nodes, for a case interrupted inside an allocation: the
+    SIGTERM that stops a case looks the same for scancel, a time limit and a dead node ('' outside
+    Slurm, or when scontrol cannot tell)."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job:
+        return ""
+    jobs = _scontrol_records("job", job)
+    if not jobs:
+        return ""
+    info = jobs[0]
+    note = f"Slurm job {job}: {info.get('JobState', '?')}"
+    if info.get("Reason", "None") != "None":
+        note += f", reason {info['Reason']}"
+    failed = []
+    # The allocation's nodes as the job started: a failed node leaves the job's own NodeList.
+    for node in _scontrol_records("node", os.environ.get("SLURM_JOB_NODELIST") or info.get("NodeList", "")):
+        state = node.get("State", "")
+        if any(word in state for word in ("DOWN", "FAIL", "NOT_RESPONDING", "*")):
+            failed.append(f"{node.get('NodeName', '?')} {state}" + (f" ({node['Reason']})" if node.get("Reason") else ""))
+    return note + (f"; node {', '.join(failed)}" if failed else "")

@@ -117,9 +117,13 @@ def validate_allreduce(points: list[tuple[int, float]], p: int, alpha: float = 0
     return fit, rows
 
 
-def pingpong_sweep(comm, sizes: list[int], reps: int) -> list[tuple[int, float]]:
+SMALL_MESSAGE = 64          # bytes: at 1 Gbit/s still under 1 us of wire time, so all latency
+
+
+def pingpong_sweep(comm, sizes: list[int], reps: int, small_reps: int = 50) -> list[tuple[int, float]]:
     """(bytes, median one-way seconds) of a ping-pong between ranks 0 and 1, as OSU's latency test
-    measures it (half the round trip); the other ranks wait. Every rank gets the result."""
+    measures it (half the round trip); the other ranks wait. Every rank gets the result. Messages
+    up to 64 KiB take ``small_reps`` round trips (they are cheap, and latency is noisy)."""
     rank = comm.Get_rank()
     out = []
     for nbytes in sizes:
@@ -129,7 +133,7 @@ def pingpong_sweep(comm, sizes: list[int], reps: int) -> list[tuple[int, float]]
         comm.Barrier()
         if rank < 2:
             other = 1 - rank
-            for _ in range(reps + 1):          # the first round trip sets up the connection: dropped
+            for _ in range((small_reps if nbytes <= 65536 else reps) + 1):   # the first one is dropped
                 t0 = time.perf_counter()
                 if rank == 0:
                     comm.Send(x, dest=other)
@@ -143,15 +147,17 @@ def pingpong_sweep(comm, sizes: list[int], reps: int) -> list[tuple[int, float]]
 
 
 def fit_link(points: list[tuple[int, float]]) -> tuple[float, float]:
-    """(alpha s, beta s/byte) of the link, Hockney's way: alpha is the one-way time of the smallest
-    message, beta the least-squares slope over the largest quarter of the sizes (at least two), where
-    the time is all bandwidth. The Allreduce fit above, by contrast, folds the MPI library's protocol
+    """(alpha s, beta s/byte) of the link, Hockney's way: alpha is the median one-way time of the
+    messages up to SMALL_MESSAGE bytes (the smallest alone if none is that small), beta the
+    least-squares slope over the largest quarter of the sizes (at least two), where the time is all
+    bandwidth. The Allreduce fit above, by contrast, folds the MPI library's protocol
     round trips into its alpha (e.g. 1, 2 or 4 link crossings by message size on MPICH over TCP)."""
     n = np.array([b for b, _ in points], dtype=float)
     t = np.array([s for _, s in points])
     large = n >= min(n[-2], n[-1] / 4) if len(n) >= 2 else np.ones_like(n, dtype=bool)
     beta = float(np.polyfit(n[large], t[large], 1)[0]) if large.sum() >= 2 else float("nan")
-    return float(t[0]), beta
+    small = t[n <= SMALL_MESSAGE] if (n <= SMALL_MESSAGE).any() else t[:1]
+    return float(np.median(small)), beta
 
 
 def reduction_bandwidth(nbytes: int = 4 * 2**20) -> float:
