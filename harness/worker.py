@@ -98,10 +98,10 @@ def placement() -> dict[str, Any]:
     """Where this rank ran: its IPv4 addresses (from the interfaces, not the resolver), the Slurm
     job, step and node it belongs to, the process-management interface that wired it up, and how
     its links are shaped (qdisc, NFQUEUE)."""
-    import psutil
+    from harness.hardware.network import links, nfqueues
 
-    addresses = sorted(a.address for nic, addrs in psutil.net_if_addrs().items() for a in addrs
-                       if a.family == socket.AF_INET and not a.address.startswith("127."))
+    nics = links()
+    addresses = sorted(a for nic in nics for a in nic["addresses"])
     env = os.environ
     if "PMIX_RANK" in env:
         pmi = "PMIx" + (" (srun)" if "SLURM_STEP_ID" in env else "")
@@ -113,9 +113,8 @@ def placement() -> dict[str, Any]:
         pmi = "Open MPI runtime (mpirun)"
     else:
         pmi = None
-    from harness.hardware.network import links, nfqueues
     return {"addresses": addresses, "slurm": {k: env[k] for k in SLURM_KEYS if k in env}, "pmi": pmi,
-            "links": links(), "nfqueues": nfqueues()}
+            "links": nics, "nfqueues": nfqueues()}
 
 
 def device_sync(backend: Backend | None) -> Callable[[], None] | None:

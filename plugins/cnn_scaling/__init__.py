@@ -6,8 +6,8 @@ time per iteration, speed-up and efficiency for a hardware profile's peak FLOP/s
 bandwidth and link bandwidth/latency (overridable), with the cheapest Allreduce per message.
 ``mode=validate``: on this machine, with the case's MPI ranks: fit alpha/beta from an Allreduce
 sweep on small messages (piecewise where the MPI library switches protocol) and check it by
-extrapolation to larger ones; fit the link's own alpha/beta from a ranks 0-1 ping-pong; time the small CNN's GEMMs against the roofline prediction from
-measured ceilings, and train the small CNN data-parallel at a small and a large per-rank batch:
+extrapolation to larger ones; fit the link's own alpha/beta from a ranks 0-1 ping-pong; time the
+small CNN's GEMMs against the roofline prediction from measured ceilings, and train the small CNN data-parallel at a small and a large per-rank batch:
 measured efficiency next to the model's, whose compute term is calibrated from timed training
 steps of that same network at the per-rank batch (no communication) and whose communication term
 is the fitted Allreduce of the gradient bytes.
