@@ -66,7 +66,9 @@ class Campaign:
                     "--ranks", "2"]
         args += ["--repeats", "2", "--warmup", "0", "--timeout", "120", "--out", str(out)]
         proc = subprocess.Popen([str(HARNESS), *args], env=self.env, text=True, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, cwd=self.work)
+                                stderr=subprocess.PIPE, cwd=self.work,
+                                # SIGINT as a terminal delivers it, even when this script runs in the background
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         end = time.monotonic() + rng.uniform(0.1, 6.0)
         seen: set[int] = set()
         while time.monotonic() < end and proc.poll() is None:

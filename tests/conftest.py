@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 
@@ -30,6 +31,13 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return target
 
 
+def default_sigint() -> None:
+    """In a child the tests will interrupt: SIGINT back to its default. A shell that starts pytest in
+    the background (`cmd &` without job control) ignores SIGINT, the children inherit that, and
+    Python then never raises KeyboardInterrupt: a Ctrl-C test would see the run finish instead."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Harness:
     """Runs the real ``harness`` command in a child process with the test plugins visible."""
 
@@ -49,6 +57,7 @@ class Harness:
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, "-m", "harness", *args], env=self.env(), text=True,
+                                preexec_fn=default_sigint,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import read_jsonl
+from conftest import default_sigint, read_jsonl
 from harness.launch.guard import descendants
 
 
@@ -117,7 +117,7 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_130_without_a_traceback(harness_
     if not exe.exists():
         pytest.skip(f"no installed harness command next to {sys.executable}")
     proc = subprocess.Popen([str(exe), *_args(tmp_path, 30, "--timeout", "60")], env=harness_cli.env(),
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint)
     time.sleep(after_s)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
