@@ -2,8 +2,8 @@
 slurmd per network namespace n1, n2 joined by veth pairs to a bridge), and the harness on it:
 `harness submit --wait` through the real sbatch, a case across two nodes whose MPI traffic is
 counted on the link, a link shaped to 1 Gbit/s and 100 us whose latency and bandwidth the
-cnn_scaling validation recovers, and a job cancelled mid-case or past its time limit. Skipped, with the reason, where the cluster
-cannot start (not root, no `ip netns`, Slurm not installed: `apt-get install slurm-wlm munge`)."""
+cnn_scaling validation recovers, psgd_svm's msf claims on that link, and a job cancelled mid-case
+or past its time limit. Skipped, with the reason, where the cluster cannot start (not root, no `ip netns`, Slurm not installed: `apt-get install slurm-wlm munge`)."""
 from __future__ import annotations
 
 import contextlib
@@ -27,11 +27,15 @@ MPI_ENV = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
 pytestmark = [pytest.mark.slow, pytest.mark.mpi]
 
 
+def _installed(tool: str) -> bool:
+    """On PATH, or in /usr/sbin (which a non-login root shell may not have on PATH)."""
+    return bool(shutil.which(tool)) or pathlib.Path(f"/usr/sbin/{tool}").exists()
+
+
 def _unavailable() -> str:
     if os.geteuid() != 0:
         return "needs root (network namespaces, slurmd)"
-    missing = [t for t in ("slurmctld", "slurmd", "sbatch", "srun", "munged", "ip", "nsenter")
-               if not shutil.which(t) and not pathlib.Path(f"/usr/sbin/{t}").exists()]
+    missing = [t for t in ("slurmctld", "slurmd", "sbatch", "srun", "munged", "ip", "nsenter") if not _installed(t)]
     if missing:
         return f"missing {', '.join(missing)}: apt-get install slurm-wlm munge iproute2"
     probe = subprocess.run(["ip", "netns", "add", "harness-probe"], capture_output=True, text=True)
@@ -46,6 +50,23 @@ def _unavailable() -> str:
 def _veth_bytes(node: str = "n1") -> int:
     stats = pathlib.Path(f"/sys/class/net/veth-{node}/statistics")
     return int((stats / "tx_bytes").read_text()) + int((stats / "rx_bytes").read_text())
+
+
+def wait_for_case_start(out: pathlib.Path, seconds: float = 120) -> None:
+    """Until the submitted job's first case has written its spec (the case is running)."""
+    end, work = time.monotonic() + seconds, out / ".work"
+    while not (work.exists() and any(work.rglob("spec.json"))):
+        assert time.monotonic() < end, "the job never started its case"
+        time.sleep(0.5)
+
+
+def wait_for_records(out: pathlib.Path, seconds: float, after: str) -> list[dict]:
+    """The records of OUT once there is one, waiting at most ``seconds`` ``after`` an event."""
+    end, results = time.monotonic() + seconds, out / "results.jsonl"
+    while not (results.exists() and results.read_text().strip()):
+        assert time.monotonic() < end, f"no record {seconds} s after {after}"
+        time.sleep(0.5)
+    return read_jsonl(results)
 
 
 @contextlib.contextmanager
@@ -104,18 +125,10 @@ def test_a_job_cancelled_mid_case_leaves_a_record_with_the_reason(cluster, harne
                     "0", "--threads", "1", "--time", "10", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     job = r.stdout.split("submitted job ", 1)[1].split(":", 1)[0]
-    end = time.monotonic() + 120
-    work = out / ".work"
-    while not (work.exists() and any(work.rglob("spec.json"))):     # the case has started
-        assert time.monotonic() < end, "the job never started its case"
-        time.sleep(0.5)
+    wait_for_case_start(out)
     time.sleep(3)
     subprocess.run(["scancel", job], check=True)
-    end = time.monotonic() + 60
-    while not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text().strip():
-        assert time.monotonic() < end, "no record 60 s after scancel"
-        time.sleep(0.5)
-    (rec,) = read_jsonl(out / "results.jsonl")
+    (rec,) = wait_for_records(out, 60, "scancel")
     assert rec["status"] == "failed" and rec["reason"].startswith("interrupted by SIGTERM"), rec["reason"]
     assert rec["resources"]["slurm_job_id"] == job
 
@@ -133,12 +146,10 @@ def test_a_job_past_its_time_limit_leaves_a_record_with_the_reason(cluster, harn
     log = next(out.glob("slurm-*.out")).read_text()
     assert "DUE TO TIME LIMIT" in log or "time limit" in log.lower(), log[-2000:]
 
-
-
 @contextlib.contextmanager
 def shaped_link(rate: str, delay_us: str):
     """Every node's egress shaped by tests/cluster/shape-link.sh (tbf RATE, NFQUEUE delay) for the block."""
-    if not shutil.which("iptables") and not pathlib.Path("/usr/sbin/iptables").exists():
+    if not _installed("iptables"):
         pytest.skip("no iptables: apt-get install iptables libnetfilter-queue-dev")
     env = dict(os.environ, RATE=rate, DELAY_US=delay_us)
     on = subprocess.run(["bash", str(HERE / "shape-link.sh")], env=env, capture_output=True, text=True, timeout=60)

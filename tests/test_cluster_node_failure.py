@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from conftest import read_jsonl
-from test_cluster import MPI_ENV, slurm_cluster
+from test_cluster import MPI_ENV, slurm_cluster, wait_for_case_start, wait_for_records
 
 pytestmark = [pytest.mark.slow, pytest.mark.mpi]
 
@@ -27,20 +26,12 @@ def test_a_node_killed_mid_step_leaves_a_record_with_the_reason(harness_cli, tmp
                         "2", "--threads", "1", "--repeats", "1", "--warmup", "0", "--launcher-arg=--mpi=pmi2",
                         "--time", "10", "--out", str(out), env=MPI_ENV)
         assert r.returncode == 0, r.stdout + r.stderr
-        end = time.monotonic() + 120
-        while not any((out / ".work").rglob("spec.json")) if (out / ".work").exists() else True:
-            assert time.monotonic() < end, "the job never started its case"
-            time.sleep(0.5)
+        wait_for_case_start(out)
         time.sleep(5)                                       # both ranks are in their sleep
         t_kill = time.monotonic()
         assert _kill_node("n2") >= 2                        # slurmd, slurmstepd, the rank, ...
-        end = time.monotonic() + 240
-        results = out / "results.jsonl"
-        while not (results.exists() and results.read_text().strip()):
-            assert time.monotonic() < end, "no record 240 s after the node died"
-            time.sleep(1)
+        (rec,) = wait_for_records(out, 240, "the node died")
         took = time.monotonic() - t_kill
-    (rec,) = read_jsonl(results)
     print(f"record {took:.0f} s after the node died: {rec['status']}: {rec['reason']}")
     assert rec["status"] == "failed" and rec["reason"].startswith("interrupted by SIGTERM"), rec["reason"]
     # The SIGTERM looks the same for scancel and a time limit: the reason says what Slurm saw.

@@ -4,6 +4,7 @@ program (how a delay is added where the kernel has no netem). A timing taken ove
 delayed link is only read right next to that shaping, so the record carries it."""
 from __future__ import annotations
 
+import functools
 import pathlib
 import shutil
 import socket
@@ -18,9 +19,15 @@ def _read(path: pathlib.Path) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=1)
+def _tc() -> str | None:
+    """iproute2's `tc`: on PATH, or in /usr/sbin (not on a non-login root shell's PATH)."""
+    return shutil.which("tc") or ("/usr/sbin/tc" if pathlib.Path("/usr/sbin/tc").exists() else None)
+
+
 def _qdisc(iface: str) -> str | None:
     """The first line of `tc qdisc show dev IFACE` (the root qdisc), or None without `tc`."""
-    tc = shutil.which("tc") or ("/usr/sbin/tc" if pathlib.Path("/usr/sbin/tc").exists() else None)
+    tc = _tc()
     if tc is None:
         return None
     try:

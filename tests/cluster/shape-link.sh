@@ -2,8 +2,8 @@
 # Shape the link of every namespace node that cluster-up.sh made: on each node's eth0 a token
 # bucket of RATE on what it sends, and a delay of DELAY_US microseconds on every packet it
 # receives (this kernel has no netem: an iptables NFQUEUE rule hands each arriving packet to
-# nfqdelay, which holds it until DELAY_US after the kernel's receive timestamp, then accepts it). Two nodes talking see DELAY_US each
-# way and RATE each way. `shape-link.sh off` removes it all.
+# nfqdelay, which holds it until DELAY_US after the kernel's receive timestamp, then accepts it).
+# Two nodes talking see DELAY_US each way and RATE each way. `shape-link.sh off` removes it all.
 # Needs: iptables, tc, a C compiler and libnetfilter-queue-dev (apt-get install iptables
 # libnetfilter-queue-dev).
 set -euo pipefail
