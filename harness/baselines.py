@@ -7,11 +7,11 @@ is built, so the baseline must have run earlier in the same run (or, with ``--re
 """
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from harness.claims import ClaimVerdict, as_number
+from harness.intervals import DEFAULT_CONFIDENCE, Arm
 from harness.results.record import Record
 
 if TYPE_CHECKING:
@@ -20,15 +20,35 @@ if TYPE_CHECKING:
     from harness.workload import Workload
 
 
-def judged_metrics(metrics: dict[str, Any], samples: dict[str, list[Any]]) -> dict[str, Any]:
-    """The figures claims are judged on: each numeric metric's median over the measured repeats
-    (one noisy last repeat must not decide a verdict), other metrics as the last repeat left them."""
-    out = dict(metrics)
-    for key, values in samples.items():
-        numbers = [as_number(v) for v in values]
-        if values and all(n is not None for n in numbers):
-            out[key] = statistics.median(numbers)
+def evidence(metrics: dict[str, Any], samples: dict[str, list[Any]],
+             replicates: dict[str, dict[str, float]], variation: dict[str, str]) -> dict[str, Arm]:
+    """The replicates claims are judged on, per metric, as the workload's ``variation`` declares
+    them: the values over the measured repeats (default), the per-seed values it reported
+    (``seeds``; one value when it reported none), or the value itself (``exact``)."""
+    out: dict[str, Arm] = {}
+    for key in {*metrics, *samples, *replicates}:
+        source = variation.get(key, "repeats")
+        if source == "seeds" and replicates.get(key):
+            by_id = replicates[key]
+            numbers = [as_number(v) for v in by_id.values()]
+            if all(n is not None for n in numbers):
+                out[key] = Arm(tuple(numbers), "seeds", tuple(by_id))  # type: ignore[arg-type]
+            continue
+        values = [as_number(v) for v in samples.get(key) or []]
+        if not values or any(v is None for v in values):
+            values = [as_number(metrics.get(key))]
+        if values[0] is None:
+            continue
+        if source == "exact":
+            values = values[-1:]
+        elif source == "seeds":   # per-seed figure reported once per repeat: one replicate
+            values = values[-1:]
+        out[key] = Arm(tuple(values), source)  # type: ignore[arg-type]
     return out
+
+
+def record_evidence(record: Record, workload: Workload) -> dict[str, Arm]:
+    return evidence(record.metrics, record.metric_samples, record.replicates, workload.variation)
 
 
 def judged_params(case: Case) -> dict[str, Any]:
@@ -115,22 +135,23 @@ class RunIndex:
     def records(self) -> list[Record]:
         return list(self._ok)
 
-    def baseline_metrics(self, case: Case, relative_to: dict[str, Any]) -> dict[str, Any] | None:
-        """Judged metrics of the latest ok record that is :func:`baseline_of` ``case``."""
+    def baseline_evidence(self, case: Case, relative_to: dict[str, Any],
+                          workload: Workload) -> dict[str, Arm] | None:
+        """The replicates of the latest ok record that is :func:`baseline_of` ``case``."""
         want, ranks, threads = baseline_of(case, relative_to)
         for rec in reversed(self._ok):
             if (rec.workload.name == case.workload and rec.size == case.size and rec.params == want
                     and rec.backend.requested == case.backend and rec.launch.ranks == ranks
                     and (threads is None or rec.launch.threads == threads)):
-                return judged_metrics(rec.metrics, rec.metric_samples)
+                return record_evidence(rec, workload)
         return None
 
-    def verdicts(self, case: Case, workload: Workload, metrics: dict[str, Any],
-                 samples: dict[str, list[Any]] | None = None) -> list[ClaimVerdict]:
-        """Every claim of ``workload`` judged on ``case``'s metrics (medians over the repeats where
-        ``samples`` has them), relative ones against this index."""
+    def verdicts(self, case: Case, workload: Workload, record: Record,
+                 confidence: float = DEFAULT_CONFIDENCE) -> list[ClaimVerdict]:
+        """Every claim of ``workload`` judged on ``record``'s replicates at ``confidence``,
+        relative ones against this index."""
         params = judged_params(case)
-        metrics = judged_metrics(metrics, samples or {})
-        return [claim.evaluate(metrics, params,
-                               self.baseline_metrics(case, claim.relative_to) if claim.relative_to else None)
+        arms = record_evidence(record, workload)
+        return [claim.evaluate(arms, params, self.baseline_evidence(case, claim.relative_to, workload)
+                               if claim.relative_to else None, confidence)
                 for claim in workload.claims]

@@ -99,6 +99,7 @@ class WorkerResult:
     verification: Verification
     verification_per_rank_ok: list[bool]
     mpi_library: str | None = None
+    replicates: dict[str, dict[str, float]] = field(default_factory=dict)   # metric -> seed id -> value
     allreduce_profiler: str | None = None
     allreduce_profiler_note: str = ""
 

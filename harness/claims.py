@@ -1,9 +1,13 @@
 """Paper claims: what a workload asserts, the control under which it must fail, and verdicts.
 
 A claim is ``metric comparison threshold`` on a case's metrics, optionally relative to a
-baseline case of the same run. Every verdict has a status (``pass``, ``fail``,
-``not_evaluated``, ``not_applicable``) set where it is decided, never inferred from text. A
-workload that reports ``<metric>_se`` (a standard error) gets it carried onto the verdict.
+baseline case of the same run. A verdict is only as good as its interval: every evaluated claim
+gets a two-sided confidence interval (:mod:`harness.intervals`) from the metric's replicates, and
+is ``pass`` when the whole interval satisfies the comparison, ``fail`` when the whole interval
+violates it, ``inconclusive`` otherwise (``not_evaluated`` and ``not_applicable`` when it cannot be
+or need not be judged). The status is set where it is decided, never inferred from text; the
+verdict keeps the interval, its method, level and replicate count, and the replicate values
+themselves, so a reader can judge it again at another level (:func:`rejudge`).
 A claim should name a :class:`Control`: a case under which it must come out ``fail``
 (``harness controls`` runs them), because a claim that cannot fail tells its reader nothing.
 """
@@ -11,12 +15,16 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-Status = Literal["pass", "fail", "not_evaluated", "not_applicable"]
-STATUSES: tuple[Status, ...] = ("pass", "fail", "not_evaluated", "not_applicable")
+from harness.intervals import (DEFAULT_CONFIDENCE, Arm, Interval, decide, difference_interval, mean_interval,
+                               ratio_interval)
+
+Status = Literal["pass", "fail", "inconclusive", "not_evaluated", "not_applicable"]
+STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated", "not_applicable")
+POINT_ESTIMATE = "point estimate (judged without an interval, before record schema 3)"
 
 COMPARISONS = {
     ">=": operator.ge,
@@ -34,11 +42,45 @@ RELATIVE_TRANSFORMS = {
 }
 
 
+def transformed_interval(transform: str | None, case: Arm, base: Arm | None,
+                         confidence: float) -> Interval | None:
+    """The interval of a claim's measured figure: on the case's mean, or on the transform of the
+    two arms (difference: paired or Welch t; ratio, speed-up, reduction: Fieller)."""
+    if transform is None:
+        return mean_interval(case, confidence)
+    assert base is not None
+    if transform == "difference":
+        return difference_interval(case, base, confidence)
+    if transform == "speedup":
+        return ratio_interval(base, case, confidence)
+    ratio = ratio_interval(case, base, confidence)
+    if transform == "reduction" and ratio is not None:
+        return ratio.mapped(lambda r: 1.0 - r, decreasing=True)
+    return ratio
+
+
+def as_arm(value: Any) -> Arm | None:
+    """An :class:`Arm` from what callers hold: an Arm, a list of numbers (replicates over
+    repeats) or one number (a single replicate); None when there is no number."""
+    if isinstance(value, Arm):
+        return value if value.values else None
+    if isinstance(value, (list, tuple)):
+        numbers = [as_number(v) for v in value]
+        return Arm(tuple(numbers)) if numbers and all(n is not None for n in numbers) else None  # type: ignore[arg-type]
+    number = as_number(value)
+    return None if number is None else Arm((number,))
+
+
 def as_number(value: Any) -> float | None:
-    """``value`` as a float when it is a real, non-NaN number (not a bool), else None."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+    """``value`` as a finite float when it is a real number (not a bool), else None (an int too
+    large for a float, NaN and the infinities are not figures a claim can judge)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)
@@ -121,61 +163,119 @@ class Claim:
         """True for the case a relative claim compares others with (params incl. ranks, threads)."""
         return self.relative_to is not None and all(params.get(k) == v for k, v in self.relative_to.items())
 
-    def evaluate(self, metrics: dict[str, Any], params: dict[str, Any] | None = None,
-                 baseline: dict[str, Any] | None = None) -> ClaimVerdict:
+    def evaluate(self, evidence: Mapping[str, Any], params: dict[str, Any] | None = None,
+                 baseline: Mapping[str, Any] | None = None,
+                 confidence: float = DEFAULT_CONFIDENCE) -> ClaimVerdict:
         """The verdict on one case; a missing figure is ``not_evaluated``, never a pass.
 
-        ``params`` include ``ranks`` and ``threads``; ``baseline`` is the metrics of the baseline
-        case, for a relative claim (None: not found in this run)."""
+        ``evidence`` maps metric names to :class:`~harness.intervals.Arm` replicates (a list of
+        numbers or one number also do: replicates over repeats, or a single one); ``params``
+        include ``ranks`` and ``threads``; ``baseline`` is the baseline case's evidence, for a
+        relative claim (None: not found in this run)."""
         params = params or {}
         why = self.applies(params)
         if why:
             return self._verdict("not_applicable", why)
         if self.relative_to is not None and self.is_baseline(params):
             return self._verdict("not_applicable", "this case is the baseline")
-        return self._judge(metrics, baseline)
+        return self._judge(evidence, baseline, confidence)
 
-    def evaluate_control(self, metrics: dict[str, Any], baseline: dict[str, Any] | None = None) -> ClaimVerdict:
+    def evaluate_control(self, evidence: Mapping[str, Any], baseline: Mapping[str, Any] | None = None,
+                         confidence: float = DEFAULT_CONFIDENCE) -> ClaimVerdict:
         """The verdict on this claim's control case (``when`` and the baseline rule set aside)."""
-        verdict = self._judge(metrics, baseline)
+        verdict = self._judge(evidence, baseline, confidence)
         verdict.control = self.control.to_json() if self.control else None
         return verdict
 
-    def _judge(self, metrics: dict[str, Any], baseline: dict[str, Any] | None) -> ClaimVerdict:
-        value = as_number(metrics.get(self.metric))
-        if value is None:
+    def _judge(self, evidence: Mapping[str, Any], baseline: Mapping[str, Any] | None,
+               confidence: float) -> ClaimVerdict:
+        case = as_arm(evidence.get(self.metric))
+        if case is None:
             return self._verdict("not_evaluated", f"metric {self.metric!r} was not reported by this case")
-        measured, base = value, None
+        base = None
         if self.relative_to is not None:
-            base = as_number((baseline or {}).get(self.metric))
-            if base is None or base == 0 or (self.transform == "speedup" and value == 0):
+            base = as_arm((baseline or {}).get(self.metric))
+            if base is None or base.mean == 0 or (self.transform == "speedup" and case.mean == 0):
                 spec = ", ".join(f"{k}={v}" for k, v in self.relative_to.items())
                 return self._verdict("not_evaluated", f"no usable baseline case with {spec} in this run: "
                                                       f"add {spec} to the sweep")
-            measured = RELATIVE_TRANSFORMS[self.transform](value, base)
-        ok = bool(COMPARISONS[self.comparison](measured, self.threshold))
-        return self._verdict("pass" if ok else "fail", "", measured=measured,
-                             value=value if base is not None else None, baseline_value=base,
-                             standard_error=self._standard_error(metrics, baseline))
+        return judge_arms(self._verdict("not_evaluated", ""), case, base, confidence)
 
-    def _standard_error(self, metrics: dict[str, Any], baseline: dict[str, Any] | None) -> float | None:
-        """The measured figure's standard error when the case reports ``<metric>_se`` (for a
-        difference: both cases' errors combined as independent; other transforms: None)."""
-        se = as_number(metrics.get(f"{self.metric}_se"))
-        if se is None or self.transform not in (None, "difference"):
-            return None
-        if self.transform is None:
-            return se
-        base_se = as_number((baseline or {}).get(f"{self.metric}_se"))
-        return None if base_se is None else math.hypot(se, base_se)
-
-    def _verdict(self, status: Status, reason: str, **figures: Any) -> ClaimVerdict:
+    def _verdict(self, status: Status, reason: str) -> ClaimVerdict:
         return ClaimVerdict(
             metric=self.metric, comparison=self.comparison, threshold=self.threshold,
             paper_value=self.paper_value, source=self.source, description=self.description,
             relative_to=self.relative_to, transform=self.transform,
             when={k: list(v) for k, v in self.when.items()} if self.when else None,
-            status=status, reason=reason, has_control=self.control is not None, **figures)
+            status=status, reason=reason, has_control=self.control is not None)
+
+
+def judge_arms(verdict: ClaimVerdict, case: Arm, base: Arm | None, confidence: float) -> ClaimVerdict:
+    """``verdict`` decided from the replicates of the case (and its baseline): the interval at
+    ``confidence``, and pass / fail / inconclusive from where it lies against the threshold."""
+    interval = transformed_interval(verdict.transform, case, base, confidence)
+    point = (case.mean if base is None
+             else RELATIVE_TRANSFORMS[verdict.transform](case.mean, base.mean))  # type: ignore[index]
+    out = replace(verdict, measured=point, value=case.mean if base is not None else None,
+                  baseline_value=base.mean if base is not None else None, confidence=confidence,
+                  replicates=case.n, baseline_replicates=base.n if base is not None else None,
+                  evidence=_evidence_json(case, base), standard_error=None)
+    if interval is None:
+        thin = [f"{arm.n} {arm.source}" for arm in (case, base) if arm is not None and not arm.exact and arm.n < 2]
+        out.status, out.interval, out.paired = "inconclusive", None, None
+        out.interval_method = "none: a single replicate of a figure that varies"
+        out.reason = (f"only {' and '.join(thin)} behind this figure: one replicate cannot bound it "
+                      "(more repeats or seeds: --repeats, --until-decided)")
+        return out
+    out.interval = [_bound(interval.low), _bound(interval.high)]
+    out.interval_method, out.paired = interval.method, interval.paired
+    if base is None and not case.exact and case.n >= 2:
+        out.standard_error = float(_sd(case.values) / math.sqrt(case.n))
+    out.status = decide(interval, verdict.comparison, verdict.threshold)  # type: ignore[assignment]
+    out.reason = ("" if out.status != "inconclusive" else
+                  f"the {confidence:.0%} interval straddles the threshold {verdict.threshold:g}: "
+                  "more replicates could decide it (--until-decided)")
+    return out
+
+
+def _sd(values: tuple[float, ...]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def _bound(x: float) -> float | None:
+    """An interval bound as JSON holds it: None for an unbounded side."""
+    return float(x) if math.isfinite(x) else None
+
+
+def _evidence_json(case: Arm, base: Arm | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"values": list(case.values), "source": case.source,
+                           "ids": list(case.ids) if case.ids is not None else None}
+    if base is not None:
+        out.update(baseline_values=list(base.values), baseline_source=base.source,
+                   baseline_ids=list(base.ids) if base.ids is not None else None)
+    return out
+
+
+def _arm_from_json(evidence: dict[str, Any], prefix: str = "") -> Arm | None:
+    values = evidence.get(f"{prefix}values")
+    if not values:
+        return None
+    ids = evidence.get(f"{prefix}ids")
+    return Arm(tuple(float(v) for v in values), evidence.get(f"{prefix}source") or "repeats",
+               tuple(str(i) for i in ids) if ids is not None else None)
+
+
+def rejudge(verdict: ClaimVerdict, confidence: float) -> ClaimVerdict:
+    """``verdict`` judged again at another confidence level from the replicates it keeps
+    (verdicts without them, such as those of older records, come back unchanged)."""
+    if verdict.status not in ("pass", "fail", "inconclusive") or not verdict.evidence:
+        return verdict
+    case = _arm_from_json(verdict.evidence)
+    base = _arm_from_json(verdict.evidence, "baseline_")
+    if case is None or (verdict.transform is not None and base is None):
+        return verdict
+    return judge_arms(verdict, case, base, confidence)
 
 
 def claim_text(metric: str, comparison: str, threshold: float, transform: str | None,
@@ -195,10 +295,17 @@ class ClaimVerdict:
     threshold: float
     status: Status
     reason: str = ""
-    measured: float | None = None
+    measured: float | None = None         # the point estimate the interval is about
     value: float | None = None            # the case's own figure, for a relative claim
     baseline_value: float | None = None   # the baseline case's figure, for a relative claim
-    standard_error: float | None = None   # of measured, where the workload reports <metric>_se
+    standard_error: float | None = None   # of measured, for an absolute claim with 2+ replicates
+    interval: list[float | None] | None = None   # [low, high] of measured; None side: unbounded
+    interval_method: str = ""             # how the interval was made, in words
+    confidence: float | None = None       # its two-sided level (0.95)
+    replicates: int | None = None         # replicates behind the case's figure
+    baseline_replicates: int | None = None
+    paired: bool | None = None            # relative claims: paired over shared seeds or not
+    evidence: dict[str, Any] | None = None  # the replicate values judged (see rejudge)
     paper_value: float | str | None = None
     source: str = ""
     description: str = ""
@@ -236,8 +343,9 @@ def claim_counts(verdicts: Iterable[ClaimVerdict]) -> dict[Status, int]:
 
 
 def summarize_claims(verdicts: Iterable[ClaimVerdict]) -> str:
-    """One line for tables and progress: ``2 pass, 1 fail, 1 not evaluated`` ('' when none)."""
-    names = {"pass": "pass", "fail": "fail", "not_evaluated": "not evaluated", "not_applicable": "not applicable"}
+    """One line for tables and progress: ``2 pass, 1 fail, 1 inconclusive`` ('' when none)."""
+    names = {"pass": "pass", "fail": "fail", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
+             "not_applicable": "not applicable"}
     return ", ".join(f"{n} {names[s]}" for s, n in claim_counts(verdicts).items() if n)
 
 
@@ -253,5 +361,10 @@ class ControlOutcome:
 
     @property
     def caught(self) -> bool:
-        """True when the claim failed under its control, as it must."""
+        """True when the claim was decided ``fail`` under its control, as it must be (an
+        inconclusive control proves nothing)."""
         return self.verdict is not None and self.verdict.status == "fail"
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.verdict is not None and self.verdict.status == "inconclusive"

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.baselines import judged_metrics
+from harness.baselines import record_evidence
 from harness.claims import Claim, ControlOutcome
+from harness.intervals import DEFAULT_CONFIDENCE
 from harness.errors import UsageError
 from harness.plan import Case, default_threads
 from harness.registry import Registry
@@ -95,8 +96,10 @@ def cases_in_order(plans: list[ControlPlan]) -> list[tuple[Case, ControlRole]]:
             for cid in sorted(cases, key=rank)]
 
 
-def judge(plan: ControlPlan, records: dict[str, Record]) -> ControlOutcome:
-    """The claim's verdict on its control case, given the run's records by case id."""
+def judge(plan: ControlPlan, records: dict[str, Record], workload: Workload,
+          confidence: float = DEFAULT_CONFIDENCE) -> ControlOutcome:
+    """The claim's verdict on its control case, given the run's records by case id: decided the
+    same way as in a run (an interval at ``confidence``), so only a ``fail`` catches."""
     why = plan.claim.control.why if plan.claim.control else ""
     outcome = ControlOutcome(plan.workload, plan.claim.text, why)
     for case, role in ((plan.case, "control"), (plan.baseline, "baseline")):
@@ -108,8 +111,8 @@ def judge(plan: ControlPlan, records: dict[str, Record]) -> ControlOutcome:
                                f"{(rec.status + ': ' + rec.reason) if rec else 'not run'}")
             return outcome
     def judged(case: Case) -> dict[str, Any]:
-        rec = records[case.case_id]
-        return judged_metrics(rec.metrics, rec.metric_samples)
+        return record_evidence(records[case.case_id], workload)
     outcome.verdict = plan.claim.evaluate_control(judged(plan.case),
-                                                  judged(plan.baseline) if plan.baseline is not None else None)
+                                                  judged(plan.baseline) if plan.baseline is not None else None,
+                                                  confidence)
     return outcome

@@ -22,6 +22,7 @@ from harness.baselines import RunIndex
 from harness.casefiles import CaseFiles, WorkerResult, WorkerSpec
 from harness.errors import UsageError
 from harness.hardware.fingerprint import usable_cpus
+from harness.intervals import DEFAULT_CONFIDENCE
 from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
 from harness.launch.slurm import allocation_note
@@ -52,6 +53,7 @@ class Session:
     profile_data: dict[str, Any] = field(default_factory=dict)   # the matched profile's TOML, for workloads
     launcher: Launcher = field(default_factory=Launcher)
     oversubscribe: bool = False   # run cases that need more CPUs than usable (claims not evaluated)
+    confidence: float = DEFAULT_CONFIDENCE   # two-sided level of the claims' intervals
     _pmpi: tuple[str | None, str] | None = None                    # (hook path, why none), built once
 
     def allreduce_hook(self) -> tuple[str | None, str]:
@@ -152,7 +154,8 @@ def base_record(case: Case, session: Session) -> Record:
         backend=BackendInfo(requested=case.backend,
                             source=reg.source("backend", case.backend) if case.backend else None),
         launch=LaunchInfo(launcher="none", ranks=case.ranks, threads=case.threads, timeout_s=case.timeout),
-        protocol=ProtocolInfo(repeats=case.repeats, warmup=case.warmup, unstable_cov=session.unstable_cov),
+        protocol=ProtocolInfo(repeats=case.repeats, warmup=case.warmup, unstable_cov=session.unstable_cov,
+                              confidence=session.confidence),
         hardware=session.hardware, profile=session.profile, software=software(),
         environment=numerics_environment(os.environ),
         resources={"slurm_job_id": os.environ["SLURM_JOB_ID"]} if os.environ.get("SLURM_JOB_ID") else {},
@@ -279,25 +282,43 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
         record.protocol.allreduce_profiler_note = session.allreduce_hook()[1] or result.allreduce_profiler_note
     record.metrics = result.metrics
     record.metric_samples = result.metric_samples
+    record.replicates = result.replicates
     v = result.verification
     record.backend.verified = v.ok if case.backend else None
     record.backend.library, record.backend.evidence, record.backend.warnings = v.library, v.evidence, v.warnings
-    record.claims = session.index.verdicts(case, session.registry.workload(case.workload), record.metrics,
-                                           record.metric_samples)
-    if record.launch.oversubscribed:
-        for verdict in record.claims:
-            if verdict.status in ("pass", "fail"):
-                verdict.status, verdict.reason = "not_evaluated", record.launch.oversubscribed
-                verdict.measured = verdict.value = verdict.baseline_value = verdict.standard_error = None
+    judge_claims(record, case, session)
     if case.backend and not (v.ok and all(result.verification_per_rank_ok)):
         record.status = "failed"
         record.reason = f"backend {case.backend!r} verification failed: {v.reason or 'see evidence'}"
         return
     record.status = "ok"
+    record.reason = stability_note(record, session.registry.workload(case.workload), session.unstable_cov)
+
+
+def judge_claims(record: Record, case: Case, session: Session) -> None:
+    """Every claim of the case's workload judged on the record's replicates (relative claims
+    against the run's index); a time-sliced case judges nothing."""
+    record.claims = session.index.verdicts(case, session.registry.workload(case.workload), record,
+                                           record.protocol.confidence)
+    if record.launch.oversubscribed:
+        for verdict in record.claims:
+            if verdict.status in ("pass", "fail", "inconclusive"):
+                verdict.status, verdict.reason = "not_evaluated", record.launch.oversubscribed
+                verdict.measured = verdict.value = verdict.baseline_value = verdict.standard_error = None
+                verdict.interval = verdict.evidence = None
+
+
+def stability_note(record: Record, workload: Any, unstable_cov: float) -> str:
+    """'' or why the timings are unstable. Few samples are worth a note only where something is
+    judged on the repeats: a case whose claims all draw their replicates from seeds (or are
+    exact), as the suites design kfac's, needs no more timed repeats."""
     stats = record.stats
-    if not stats.unstable:
-        record.reason = ""
-    elif stats.n < 3:
-        record.reason = f"unstable: only {stats.n} sample(s); use --repeats 3 or more for statistics"
-    else:
-        record.reason = f"unstable: CoV {stats.cov:.2f} above {session.unstable_cov:g}"
+    if stats is None or not stats.unstable:
+        return ""
+    if stats.n < 3:
+        judged = ([v.metric for v in record.claims if v.status != "not_applicable"]
+                  or [c.metric for c in workload.claims])
+        if judged and all(workload.variation.get(m, "repeats") != "repeats" for m in judged):
+            return ""
+        return f"unstable: only {stats.n} sample(s); use --repeats 3 or more for statistics"
+    return f"unstable: CoV {stats.cov:.2f} above {unstable_cov:g}"

@@ -82,7 +82,7 @@ def harness_case_finished(record: dict[str, Any]) -> None:
     """One case's record has been written: for exporters and live dashboards.
 
     :param record: the record's JSON form, a plain dict valid against the record JSON Schema
-        (version 2; ``harness.results.record.Record.from_json`` turns it into the typed record).
+        (version 3; ``harness.results.record.Record.from_json`` turns it into the typed record).
 
     Called in: the parent, once per case of ``harness run``, right after the record is appended
     to ``OUT/results.jsonl``. Exceptions are reported as warnings.

@@ -2,8 +2,9 @@
 
 A suite is a TOML file with ``description`` and ``[[case]]`` tables. Each case table names
 ``workload`` ("*" for every registered workload, a name, or a list) and optionally
-``size``, ``backend``, ``ranks``, ``threads``, ``repeats``, ``warmup``, ``timeout`` and a
-``[case.params]`` table; list values are swept (cartesian product).
+``size``, ``backend``, ``ranks``, ``threads``, ``repeats``, ``warmup``, ``timeout``,
+``until_decided`` (true: more repeats while its claims are inconclusive, as ``--until-decided``)
+and a ``[case.params]`` table; list values are swept (cartesian product).
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from harness.baselines import baselines_first
 from harness.errors import UsageError, did_you_mean
 from harness.registry import Registry
 
-CASE_KEYS = {"workload", "size", "backend", "ranks", "threads", "repeats", "warmup", "timeout", "params"}
+CASE_KEYS = {"workload", "size", "backend", "ranks", "threads", "repeats", "warmup", "timeout", "params",
+             "until_decided"}
 SUITE_KEYS = {"description", "case"}
 DEFAULT_REPEATS = 5
 DEFAULT_WARMUP = 1
@@ -45,6 +47,7 @@ class Case:
     warmup: int
     timeout: float
     swept: dict[str, Any] = field(default_factory=dict)
+    until_decided: bool = False    # the suite asks for more repeats while its claims are inconclusive
 
     @property
     def case_id(self) -> str:
@@ -156,6 +159,9 @@ def _suite_value_problem(key: str, value: Any) -> str:
     elif key in ("repeats", "warmup"):
         if not within_limits(key, value):
             return "expected an integer between {} and {}".format(*LIMITS[key])
+    elif key == "until_decided":
+        if not isinstance(value, bool):
+            return "expected true or false"
     elif key == "timeout":
         if not within_limits(key, value):
             return "expected seconds, a finite number between {:g} and {:g}".format(*LIMITS[key])
@@ -234,7 +240,7 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                             "warmup", DEFAULT_WARMUP if workload.default_warmup is None else workload.default_warmup),
                             "warmup", 0),
                         timeout=float(cli.timeout or entry.get("timeout", DEFAULT_TIMEOUT_S)),
-                        swept={k: params[k] for k in keys}))
+                        swept={k: params[k] for k in keys}, until_decided=bool(entry.get("until_decided", False))))
     unused = set(cli.params) - used_cli_params
     if unused:
         raise UsageError(f"--param {', '.join(sorted(unused))}: no selected workload has such a param "

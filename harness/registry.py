@@ -72,7 +72,7 @@ class Registry:
         return problems
 
     def notify_case_finished(self, record: Record) -> list[Problem]:
-        """Hooks receive the record's JSON form (a plain dict, schema version 2): a stable contract."""
+        """Hooks receive the record's JSON form (a plain dict, schema version 3): a stable contract."""
         return self._notify("harness_case_finished", record=record.to_json())
 
     def notify_run_finished(self, records: list[Record], out_dir: pathlib.Path) -> list[Problem]:

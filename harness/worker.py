@@ -154,6 +154,7 @@ def run_case(spec: WorkerSpec) -> None:
     phase_samples: list[dict[str, dict[str, float]]] = []
     metrics: dict[str, Any] = {}
     metric_samples: dict[str, list[Any]] = {}
+    replicates: dict[str, dict[str, list[float]]] = {}   # metric -> id -> values over repeats
     cpu0 = 0.0
     meter, energy = energy_meter() if rank == 0 else (None, {})
     for i in range(warmup + repeats):
@@ -165,6 +166,7 @@ def run_case(spec: WorkerSpec) -> None:
                 comm.reset()
             cpu0 = time.process_time()
         ctx.repeat, ctx.warmup = i - warmup, not measured
+        ctx._replicates = {}
         clock.take()
         if meter is not None and measured:
             meter.start()
@@ -180,6 +182,9 @@ def run_case(spec: WorkerSpec) -> None:
             for key, value in metrics.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     metric_samples.setdefault(key, []).append(value)
+            for key, by_id in ctx._replicates.items():
+                for rid, value in by_id.items():
+                    replicates.setdefault(key, {}).setdefault(rid, []).append(value)
     cpu_s = time.process_time() - cpu0
     workload.teardown(ctx)
 
@@ -208,7 +213,10 @@ def run_case(spec: WorkerSpec) -> None:
     if rank != 0:
         return
     WorkerResult(
-        ranks=per_rank, metrics=metrics, metric_samples=metric_samples, verification=verifications[0],
+        ranks=per_rank, metrics=metrics, metric_samples=metric_samples,
+        # the same seed in several repeats is one replicate (its mean), not several
+        replicates={k: {rid: sum(v) / len(v) for rid, v in by_id.items()} for k, by_id in replicates.items()},
+        verification=verifications[0],
         verification_per_rank_ok=[bool(v.ok) for v in verifications], mpi_library=_mpi_library(),
         allreduce_profiler=comm.profiler if comm is not None else None,
         allreduce_profiler_note=hook_note if comm is not None else "",

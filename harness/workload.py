@@ -19,8 +19,9 @@ class Workload:
 
     The harness calls ``setup(ctx)`` once (untimed), then ``run(ctx)`` for every warmup
     and measured repeat (each one timed), then ``teardown(ctx)``. ``run`` returns a dict
-    of metrics (numbers or short strings); the metrics of the last repeat are recorded, and claims
-    are judged on each numeric metric's median over the measured repeats.
+    of metrics (numbers or short strings); the metrics of the last repeat are recorded, every
+    numeric metric's values over the measured repeats too, and claims are judged on an interval
+    from each metric's replicates, as ``variation`` declares them.
     """
 
     name: ClassVar[str] = ""
@@ -38,6 +39,14 @@ class Workload:
     default_repeats: ClassVar[int | None] = None   # None: the harness default (5); 1 for training workloads
     default_warmup: ClassVar[int | None] = None    # None: the harness default (1)
     claims: ClassVar[list[Claim]] = []
+    # Where a claimed metric's replicates come from, metric -> source (harness.intervals):
+    # "repeats" (the default: the measured repeats are independent replicates, as timings are, or
+    # as a workload that draws fresh randomness per repeat makes them); "seeds" (run() reports one
+    # value per seed or split with ctx.replicates(metric, {seed: value}); two cases that name the
+    # same seeds are paired); "exact" (deterministic, e.g. a computed model figure: the interval is
+    # the point). A metric that varies by seed but is reported once per case gives one replicate:
+    # its claims come out inconclusive, never pass.
+    variation: ClassVar[dict[str, str]] = {}
     # The headline rate the report, `show` and the DataFrame print: (metric, unit), e.g.
     # ("train_boxes_per_s", "boxes/s"), optionally with a third item naming the metric that gives
     # it as a fraction of the machine's peak. None: the workload has no throughput figure.

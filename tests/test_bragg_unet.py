@@ -53,7 +53,7 @@ def test_two_ranks_keep_identical_replicas(harness_cli, tmp_path) -> None:
     assert rec["metrics"]["replicas_identical"] is True
     steps = rec["params"]["steps"] + rec["params"]["finetune_steps"]
     # Per rank: one gradient Allreduce per step, and one for the BatchNorm statistics per training.
-    assert rec["comm"]["ops"]["Allreduce"]["calls"] == 2 * (steps + 2)
+    assert rec["comm"]["ops"]["Allreduce"]["calls"] == rec["protocol"]["repeats"] * 2 * (steps + 2)
     assert {"forward", "backward", "optimizer", "inference", "integration"} <= set(rec["phases"])
     assert list(tmp_path.glob("artifacts/*/bragg_box.png"))
 

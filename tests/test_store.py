@@ -7,7 +7,7 @@ import pytest
 from harness.errors import UsageError
 from harness.claims import Claim
 from conftest import make_record
-from harness.results.record import upgrade_v1
+from harness.results.record import upgrade, upgrade_v1
 from harness.results.schema import schema_errors
 from harness.results.store import append_record, load_records, read_records
 
@@ -79,7 +79,7 @@ def test_version_1_files_still_load_and_keep_their_figures() -> None:
     for old, new in zip(raw, records):
         assert new.case_id == old["case_id"] and new.status == old["status"]
         assert new.samples == old["samples"] and new.metrics == old["metrics"]
-        assert schema_errors(new.to_json()) == []          # upgraded records are valid version 2
+        assert schema_errors(new.to_json()) == []          # upgraded records are valid version 3
         for c_old, c_new in zip(old["claims"], new.claims):
             assert c_new.passed is c_old["passed"]
             if c_old["passed"] is None:
@@ -88,4 +88,24 @@ def test_version_1_files_still_load_and_keep_their_figures() -> None:
     assert {"pass", "not_applicable"} <= statuses
     baseline = next(r for r in records if r.swept == {"msf": 1})
     assert {c.status for c in baseline.claims if c.relative_to} == {"not_applicable"}
-    assert upgrade_v1(raw[0])["schema_version"] == 2
+    assert upgrade_v1(raw[0])["schema_version"] == 2 and upgrade(raw[0])["schema_version"] == 3
+    judged = [c for r in records for c in r.claims if c.status in ("pass", "fail")]
+    assert judged and all(c.interval is None and c.interval_method.startswith("point estimate") for c in judged)
+
+
+def test_version_2_verdicts_read_as_judged_on_a_point_estimate(tmp_path) -> None:
+    """A schema-2 record keeps its verdicts as they were judged, marked as point estimates; the
+    report says so rather than inventing an interval."""
+    line = next(ln for ln in (FIXTURE_V1.parent / "records" / "cross-arch" / "ppc64le" / "results.jsonl")
+                .read_text().splitlines() if '"status":"pass"' in ln)
+    raw = json.loads(line)
+    assert raw["schema_version"] == 2 and schema_errors(raw, 2) == []
+    path = tmp_path / "v2.jsonl"
+    path.write_text(line + "\n")
+    (rec,), problems = read_records(path)
+    assert problems == [] and schema_errors(rec.to_json()) == []
+    before = {(c["metric"], c["status"]) for c in raw["claims"]}
+    assert {(c.metric, c.status) for c in rec.claims} == before
+    for c in rec.claims:
+        assert c.interval is None and c.confidence is None
+        assert c.interval_method.startswith("point estimate") == (c.status in ("pass", "fail"))

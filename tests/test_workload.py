@@ -1,6 +1,8 @@
 import pytest
 
 from harness import Claim, Param, Workload
+from harness.claims import ClaimVerdict, rejudge
+from harness.intervals import Arm
 from harness.errors import UsageError
 
 
@@ -25,37 +27,57 @@ def test_resolve_params_layers_defaults_size_and_overrides() -> None:
 
 
 def test_claim_verdicts() -> None:
+    """Pass and fail only when the whole interval says so; one replicate is inconclusive."""
     c = Claim("acc", ">=", 0.9, paper_value=0.95, source="Table 2")
-    assert c.evaluate({"acc": 0.93}).status == "pass"
-    failed = c.evaluate({"acc": 0.5})
-    assert failed.status == "fail" and failed.measured == 0.5 and failed.paper_value == 0.95
+    passed = c.evaluate({"acc": [0.93, 0.94, 0.935]})
+    assert passed.status == "pass" and passed.interval[0] >= 0.9 and passed.replicates == 3
+    assert passed.confidence == 0.95 and "t-interval over 3 repeats" in passed.interval_method
+    failed = c.evaluate({"acc": [0.5, 0.52, 0.51]})
+    assert failed.status == "fail" and failed.measured == pytest.approx(0.51) and failed.paper_value == 0.95
+    assert failed.interval[1] < 0.9
     assert failed.passed is False and failed.to_json()["passed"] is False
+    straddles = c.evaluate({"acc": [0.85, 0.95, 0.91]})
+    assert straddles.status == "inconclusive" and straddles.passed is None
+    single = c.evaluate({"acc": 0.99})     # one replicate of a figure that varies: never a pass
+    assert single.status == "inconclusive" and single.interval is None and "one replicate" in single.reason
+    exact = c.evaluate({"acc": Arm((0.93,), "exact")})
+    assert exact.status == "pass" and exact.interval == [0.93, 0.93]
     missing = c.evaluate({})
     assert missing.status == "not_evaluated" and "not reported" in missing.reason
     assert c.evaluate({"acc": float("nan")}).status == "not_evaluated"
+    assert c.evaluate({"acc": 10**400}).status == "not_evaluated"     # too large for a float
     limited = Claim("acc", ">=", 0.9, when={"mode": ("==", "a")})
     assert limited.evaluate({"acc": 1.0}, {"mode": "b"}).status == "not_applicable"
     relative = Claim("t", ">=", 2.0, relative_to={"mode": "a"}, transform="speedup")
     assert relative.evaluate({"t": 1.0}, {"mode": "a"}).status == "not_applicable"   # the baseline itself
     assert relative.evaluate({"t": 1.0}, {"mode": "b"}).status == "not_evaluated"    # no baseline ran
-    assert relative.evaluate({"t": 1.0}, {"mode": "b"}, {"t": 3.0}).status == "pass"
-    assert relative.evaluate({"t": 1.0}, {"mode": "b"}, {"t": 1.5}).status == "fail"
+    fast = relative.evaluate({"t": [1.0, 1.01, 0.99]}, {"mode": "b"}, {"t": [3.0, 3.02, 2.98]})
+    assert fast.status == "pass" and fast.measured == pytest.approx(3.0) and "Fieller" in fast.interval_method
+    assert relative.evaluate({"t": [1.0, 1.01, 0.99]}, {"mode": "b"}, {"t": [1.5, 1.52, 1.49]}).status == "fail"
     with pytest.raises(ValueError):
         Claim("acc", "~", 1)
 
 
-def test_verdicts_carry_the_reported_standard_error() -> None:
-    """<metric>_se goes onto the verdict; a difference combines both cases' errors; a ratio or a
-    case without the figure gets none."""
-    plain = Claim("acc", ">=", 0.9)
-    assert plain.evaluate({"acc": 0.95, "acc_se": 0.01}).standard_error == 0.01
-    assert plain.evaluate({"acc": 0.95}).standard_error is None
+def test_paired_when_arms_share_seeds() -> None:
+    """A difference over the same seeds pairs them (and says so); other ids: Welch, unpaired."""
     diff = Claim("acc", ">=", 0.0, relative_to={"mode": "a"}, transform="difference")
-    v = diff.evaluate({"acc": 0.95, "acc_se": 0.03}, {"mode": "b"}, {"acc": 0.9, "acc_se": 0.04})
-    assert v.measured == pytest.approx(0.05) and v.standard_error == pytest.approx(0.05)
-    assert diff.evaluate({"acc": 0.95, "acc_se": 0.03}, {"mode": "b"}, {"acc": 0.9}).standard_error is None
-    ratio = Claim("acc", ">=", 1.0, relative_to={"mode": "a"}, transform="ratio")
-    assert ratio.evaluate({"acc": 0.95, "acc_se": 0.03}, {"mode": "b"}, {"acc": 0.9, "acc_se": 0.04}).standard_error is None
+    a = Arm((0.91, 0.95, 0.88, 0.93), "seeds", ("0", "1", "2", "3"))
+    b = Arm((0.90, 0.94, 0.87, 0.92), "seeds", ("0", "1", "2", "3"))
+    paired = diff.evaluate({"acc": a}, {"mode": "b"}, {"acc": b})
+    assert paired.paired is True and paired.status == "pass" and paired.interval == [pytest.approx(0.01)] * 2
+    other = Arm(b.values, "seeds", ("4", "5", "6", "7"))
+    unpaired = diff.evaluate({"acc": a}, {"mode": "b"}, {"acc": other})
+    assert unpaired.paired is False and unpaired.status == "inconclusive" and "Welch" in unpaired.interval_method
+
+
+def test_rejudge_at_another_level_from_the_kept_replicates() -> None:
+    c = Claim("acc", ">=", 0.9)
+    v = c.evaluate({"acc": [0.93, 0.95, 0.92, 0.96, 0.94]})
+    assert v.status == "pass" and v.evidence["values"] == [0.93, 0.95, 0.92, 0.96, 0.94]
+    loose = rejudge(ClaimVerdict.from_json(v.to_json()), 0.5)
+    strict = rejudge(v, 0.9999)
+    assert loose.interval[0] > v.interval[0] > strict.interval[0] and loose.confidence == 0.5
+    assert strict.status == "inconclusive"
 
 
 def test_skip_reason_for_missing_package() -> None:

@@ -65,3 +65,25 @@ def warn_problems(problems: list[Problem]) -> None:
         warn(f"{len(problems)} plugin problem(s); `harness list` shows them:")
         for p in problems:
             err_console.print(Text(f"  {p.source}: {p.reason}"))
+
+
+def confidence_level(text: str) -> float:
+    """``--confidence``: a two-sided level, 0.95 or 95 (per cent), strictly between 0 and 1."""
+    import argparse
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: give a level such as 0.95 or 95") from None
+    if 1 < value < 100:
+        value /= 100
+    if not 0.5 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: give a level between 0.5 and 1 (e.g. 0.95, or 95 for per cent)")
+    return value
+
+
+def add_confidence_option(p: Any, default: float | None = 0.95, extra: str = "") -> None:
+    """``--confidence LEVEL``: the two-sided level of the claims' intervals."""
+    p.add_argument("--confidence", type=confidence_level, default=default, metavar="LEVEL",
+                   help="two-sided level of the claims' confidence intervals: a claim passes or fails only "
+                        "when its whole interval says so, else it is inconclusive"
+                        + (" (default 0.95)" if default is not None else "") + extra)

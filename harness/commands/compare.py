@@ -1,4 +1,5 @@
-"""``harness compare BASELINE CANDIDATE``: per-case ratio of medians, Mann-Whitney U, a verdict."""
+"""``harness compare BASELINE CANDIDATE``: per-case ratio of medians with its interval,
+Mann-Whitney U corrected over all cases (Benjamini-Hochberg), and what each case could detect."""
 from __future__ import annotations
 
 import argparse
@@ -13,13 +14,19 @@ from harness.results.frame import load_frame
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two results sets case by case (exit 1 on a regression)",
-                       description="Ratio of medians per matching case with a Mann-Whitney U test on the raw "
-                                   "samples. Exit status 1 when any case is significantly slower: use it to gate CI.")
+                       description="Ratio of medians per matching case with a bootstrap interval, a "
+                                   "Mann-Whitney U test on the raw samples, its p-value corrected over all "
+                                   "matched cases (Benjamini-Hochberg at the false-discovery rate --alpha), "
+                                   "and the smallest slowdown each case's samples could have detected. "
+                                   "Exit status 1 when any case is significantly slower after the "
+                                   "correction: use it to gate CI.")
     p.add_argument("baseline", help="results file or folder")
     p.add_argument("candidate", help="results file or folder")
     p.add_argument("--threshold", type=float, default=0.05,
                    help="smallest relative change that counts (default 0.05 = 5%%)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="false-discovery rate over all matched cases, and 1 - the level of the ratio "
+                        "intervals (default 0.05)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=main)
 
@@ -48,5 +55,7 @@ def main(args: argparse.Namespace) -> int:
         for row in as_rows(results):
             t.add_row(*row)
         console.print(t)
-        console.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(summary(results).items())))
+        console.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(summary(results).items()))
+                      + f" (Benjamini-Hochberg over {sum(r.q_value is not None for r in results)} tested "
+                        f"case(s), false-discovery rate {args.alpha:g})")
     return 1 if any(r.verdict == "slower" for r in results) else 0

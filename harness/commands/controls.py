@@ -9,10 +9,11 @@ from rich.markup import escape
 
 from harness.claims import ControlOutcome
 from harness.commands.common import console, err_console, machine, registry, table, warn_problems
-from harness.commands.run import check_protocol_options
+from harness.commands.run import add_confidence_option, check_protocol_options
 from harness.controls import cases_in_order, judge, plan_controls
 from harness.execute import Session, execute
 from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out
+from harness.report.tables import measured_text
 from harness.results.record import Record
 from harness.results.store import RESULTS_NAME, append_record
 
@@ -22,9 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "controls", help="run each claim's control case and check that the claim fails there",
         description="A claim is only worth recording if it can fail. Every claim may name a control "
                     "(params at size smoke) under which it must come out 'fail'; this runs those cases "
-                    "(and the baselines of relative claims) and judges each claim on its control. "
-                    "Exit status 0: every control made its claim fail; 1: some claim passed under its "
-                    "control, could not be judged, or (with --strict) declares no control.")
+                    "(and the baselines of relative claims) and judges each claim on its control, with "
+                    "the same intervals as a run: only a claim decided 'fail' (its whole interval on the "
+                    "failing side) is caught; an inconclusive one proves nothing. "
+                    "Exit status 0: every control made its claim fail; 1: some claim passed or stayed "
+                    "inconclusive under its control, could not be judged, or (with --strict) declares "
+                    "no control.")
     p.add_argument("--workload", help="workload names separated by commas (default: every registered one)")
     p.add_argument("--backend", help="compute backend to request for every control case")
     p.add_argument("--repeats", type=int, help="measured repeats per case (default: min(3, the workload's))")
@@ -33,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="results/controls",
                    help="folder for the control records (default: ./results/controls, apart from real results)")
     p.add_argument("--strict", action="store_true", help="a claim without a control is a failure too")
+    add_confidence_option(p)
     p.set_defaults(func=main)
 
 
@@ -41,10 +46,15 @@ def _outcome_row(o: ControlOutcome) -> list[str]:
     if v is None:
         result = "NO CONTROL" if o.problem == "no control declared" else "NOT JUDGED"
         return [o.workload, o.claim, o.why, "", "", result + (f": {o.problem}" if o.problem else "")]
-    result = "caught (fails under its control)" if o.caught else f"NOT CAUGHT: the claim is {v.status} under its control"
+    if o.caught:
+        result = "caught (decided fail under its control)"
+    elif o.inconclusive:
+        result = "INCONCLUSIVE under its control: not shown to fail"
+    else:
+        result = f"NOT CAUGHT: the claim is {v.status} under its control"
     if v.reason:
         result += f" ({v.reason})"
-    return [o.workload, o.claim, o.why, v.status, "" if v.measured is None else f"{v.measured:.4g}", result]
+    return [o.workload, o.claim, o.why, v.status, measured_text(v), result]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -61,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     fp, profile, profile_data = machine()
     run_id = "controls-" + _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
-                      profile_data=profile_data)
+                      profile_data=profile_data, confidence=args.confidence)
     locks = (lock_out(out, exclusive=False), claim_work_dir(session.work_dir))  # noqa: F841 - held to the end
     todo = cases_in_order(plans)
     console.print(f"{len(plans)} control(s) of {len(names)} workload(s): {len(todo)} case(s) at size smoke "
@@ -77,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
             if j in outcomes or plan.case.case_id not in records or (
                     plan.baseline is not None and plan.baseline.case_id not in records):
                 continue
-            outcomes[j] = judge(plan, records)
+            outcomes[j] = judge(plan, records, reg.workload(plan.workload), args.confidence)
             if outcomes[j].verdict is not None and plan.case.case_id == case.case_id:
                 verdicts.append(outcomes[j].verdict)
         if verdicts:
@@ -94,9 +104,12 @@ def main(args: argparse.Namespace) -> int:
         outcomes_table.add_row(*map(escape, _outcome_row(o)))
     console.print(outcomes_table)
     caught = sum(o.caught for o in results)
+    undecided = sum(o.inconclusive for o in results)
     bad = [o for o in results if not o.caught and (o.verdict is not None or o.problem != "no control declared")]
-    console.print(f"controls: {caught} of {len(plans)} claim(s) fail under their control"
-                  + (f"; {len(undeclared)} claim(s) declare no control" if undeclared else ""))
+    console.print(f"controls: {caught} of {len(plans)} claim(s) decided fail under their control"
+                  + (f"; {undecided} inconclusive" if undecided else "")
+                  + (f"; {len(undeclared)} claim(s) declare no control" if undeclared else "")
+                  + f" ({args.confidence:.0%} intervals)")
     for o in bad:
         err_console.print(f"not shown to fail: {o.workload}: {o.claim}", markup=False)
     return 1 if bad or (args.strict and undeclared) else 0

@@ -7,10 +7,10 @@ import pathlib
 import sys
 import tempfile
 
-from harness.commands.common import warn_unreadable
+from harness.commands.common import add_confidence_option, warn_unreadable
 from harness.errors import UsageError
 from harness.report.html import html_report
-from harness.report.tables import markdown_report
+from harness.report.tables import markdown_report, rejudged
 from harness.results.frame import NESTED_COLUMNS, load_frame
 
 FORMATS = ("md", "html", "csv", "parquet")
@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="default: from --out's suffix, else md")
     p.add_argument("--out", help="output file (default: stdout for md/csv; report.html / report.parquet)")
+    add_confidence_option(p, default=None,
+                          extra=" (default: the level each record was judged at); claims are judged again "
+                                "from the replicates their verdicts keep")
     p.set_defaults(func=main)
 
 
@@ -48,6 +51,7 @@ def main(args: argparse.Namespace) -> int:
     warn_unreadable(problems)
     if df.empty:
         raise UsageError(f"no readable records in {', '.join(args.results)}")
+    df = rejudged(df, args.confidence)
     out = pathlib.Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")

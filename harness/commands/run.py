@@ -14,9 +14,12 @@ from rich.markup import escape
 
 from harness.baselines import RunIndex
 from harness.claims import summarize_claims
-from harness.commands.common import console, err_console, machine, registry, table, warn, warn_problems, warn_unreadable
+from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table, warn,
+                                     warn_problems, warn_unreadable)
+from harness.decide import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration, until_decided
 from harness.errors import Interrupted, UsageError, raise_interrupted
-from harness.execute import CaseInterrupted, Session, execute, prepare_launch, skip_reason
+from harness.execute import (CaseInterrupted, Session, execute, judge_claims, prepare_launch, skip_reason,
+                             stability_note)
 from harness.launch.launcher import LAUNCHERS, Launcher
 from harness.launch.slurm import script_text_problem
 from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out, remove_stale_work
@@ -24,7 +27,7 @@ from harness.params import parse_int_list
 from harness.plan import (LIMITS, Case, Overrides, expand, find_suite, parse_param_options, read_suite,
                           within_limits)
 from harness.registry import Registry
-from harness.report.tables import measured_text, verdict_text
+from harness.report.tables import interval_source, measured_text, verdict_text
 from harness.results.record import Record
 from harness.results.store import RESULTS_NAME, append_record, read_records
 from harness.workload import SIZES
@@ -69,6 +72,16 @@ def add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--oversubscribe", action="store_true",
                    help="run cases whose ranks x threads exceed this machine's usable CPUs (skipped "
                         "otherwise); they are marked in the record and their claims are not evaluated")
+    add_confidence_option(p)
+    p.add_argument("--until-decided", action="store_true",
+                   help="cases with inconclusive claims get more repeats, in rounds that double them, "
+                        "until every claim is decided, --max-repeats is reached or --budget is spent "
+                        "(every look is judged at a level corrected for the number of looks)")
+    p.add_argument("--max-repeats", type=int, default=DEFAULT_MAX_REPEATS, metavar="N",
+                   help=f"--until-decided: most measured repeats per case (default {DEFAULT_MAX_REPEATS})")
+    p.add_argument("--budget", default=None, metavar="DURATION",
+                   help=f"--until-decided: time for extra rounds over the whole run, e.g. 600, 90s, 10m, 1h "
+                        f"(default {DEFAULT_BUDGET_S / 60:g}m)")
 
 
 def case_argv(args: argparse.Namespace) -> list[str]:
@@ -86,12 +99,18 @@ def case_argv(args: argparse.Namespace) -> list[str]:
     if args.oversubscribe:
         out.append("--oversubscribe")
     out += [f"--launcher-arg={a}" for a in args.launcher_arg]
+    out += ["--confidence", str(args.confidence)]
+    if args.until_decided:
+        out += ["--until-decided", "--max-repeats", str(args.max_repeats)]
+    if args.budget is not None:
+        out += ["--budget", str(args.budget)]
     return out
 
 
 def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
     """Every case the options select, fully resolved; bad input raises UsageError."""
     check_protocol_options(args)
+    decision_budget(args)
     backends = None
     if args.backend is not None:
         backends = [b.strip() for b in args.backend.split(",")]
@@ -105,6 +124,15 @@ def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
     if not cases:
         raise UsageError("the selection has no cases (is any workload registered? `harness list`)")
     return cases
+
+
+def decision_budget(args: argparse.Namespace) -> Budget:
+    """--max-repeats and --budget checked, as the run's :class:`~harness.decide.Budget`."""
+    lo, hi = LIMITS["repeats"]
+    if not lo <= args.max_repeats <= hi:
+        raise UsageError(f"--max-repeats {args.max_repeats}: must be between {lo} and {hi}")
+    seconds = parse_duration(args.budget) if args.budget is not None else DEFAULT_BUDGET_S
+    return Budget(max_repeats=args.max_repeats, seconds=seconds, confidence=args.confidence)
 
 
 def _int_list(text: str | None, option: str) -> list[int] | None:
@@ -180,7 +208,9 @@ def main(args: argparse.Namespace) -> int:
         err_console.print(f"note: {note}", markup=False)
     run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
-                      profile_data=profile_data, launcher=launcher, oversubscribe=args.oversubscribe)
+                      profile_data=profile_data, launcher=launcher, oversubscribe=args.oversubscribe,
+                      confidence=args.confidence)
+    budget = decision_budget(args)
     if args.resume:
         session.index = RunIndex(previous)
     work_lock = claim_work_dir(session.work_dir)  # noqa: F841 - held until the process ends
@@ -201,6 +231,10 @@ def main(args: argparse.Namespace) -> int:
                     record = execute(case, session)
             else:
                 record = execute(case, session)
+            if (args.until_decided or case.until_decided) and record.ok:
+                until_decided(record, case, budget, lambda c: execute(c, session),
+                              lambda r, c=case: _rejudge(r, c, session), session.unstable_cov,
+                              lambda text, p=prefix: console.print(f"{escape(p)} {escape(text)}", soft_wrap=True))
         except CaseInterrupted as stop:
             append_record(results_file, stop.record)
             console.print(f"{escape(prefix)} [red]failed[/] {escape(stop.record.reason)}", soft_wrap=True)
@@ -234,19 +268,36 @@ def main(args: argparse.Namespace) -> int:
 
 
 def claim_table(judged: list[tuple[Case, Record]]):
-    """The run's reproduction table: every claim that applies to a case, with paper value,
-    measured figure (± standard error where reported) and verdict."""
-    t = table("paper claims in this run", "workload", "case", "claim", "paper", "measured", "verdict")
-    for case, record in judged:
+    """The run's reproduction table: one line per claim and case it applies to, grouped by
+    workload, with the measured figure, its interval and where that came from, and the verdict
+    (``not_applicable`` ones are counted under the table, not listed)."""
+    t = table("paper claims in this run", "workload", "case", "claim", "paper", "measured [interval]", "verdict",
+              "interval from")
+    for case, record in sorted(judged, key=lambda cr: cr[0].workload):
         for c in record.claims:
             if c.status == "not_applicable":
                 continue
-            style = {"pass": "green", "fail": "red"}.get(c.status, "yellow")
-            t.add_row(escape(case.workload), escape(case.label.split(" ", 1)[0].removeprefix(case.workload)
-                                                    + f" r{case.ranks}"),
-                      escape(c.text), escape("" if c.paper_value is None else str(c.paper_value)),
-                      measured_text(c), f"[{style}]{escape(verdict_text(c))}[/]")
+            style = {"pass": "green", "fail": "red", "inconclusive": "yellow"}.get(c.status, "dim")
+            t.add_row(escape(case.workload), escape(case_text(case)), escape(c.text),
+                      escape("" if c.paper_value is None else str(c.paper_value)),
+                      escape(measured_text(c)), f"[{style}]{escape(verdict_text(c))}[/]",
+                      escape(interval_source(c)))
     return t
+
+
+def case_text(case: Case) -> str:
+    """A case named by what tells it apart in its run: 'msf=1 r2' (size and backend when set)."""
+    bits = [f"{k}={v}" for k, v in case.swept.items()]
+    if case.backend:
+        bits.append(case.backend)
+    return " ".join(bits + [f"r{case.ranks}"])
+
+
+def _rejudge(record: Record, case: Case, session: Session) -> None:
+    """The record's claims and stability note again, after a round of --until-decided."""
+    judge_claims(record, case, session)
+    if record.ok:
+        record.reason = stability_note(record, session.registry.workload(case.workload), session.unstable_cov)
 
 
 def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher, oversubscribe: bool) -> int:

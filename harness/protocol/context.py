@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pathlib
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ class RunContext:
     state: dict[str, Any] = field(default_factory=dict)
     _comm: ProfiledComm | None = None
     _comm_error: str = ""
+    _replicates: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def comm(self) -> ProfiledComm:
@@ -60,6 +62,12 @@ class RunContext:
     def phase(self, name: str) -> _Phase:
         """``with ctx.phase("compute"):`` charges the block's time to ``compute``."""
         return self.clock.phase(name)
+
+    def replicates(self, metric: str, values: Mapping[Any, float]) -> None:
+        """Report ``metric``'s value per seed or split of this repeat, ``{seed: value}``: the
+        replicates its claims' intervals are built from (declare ``variation = {metric:
+        "seeds"}``). Cases that report the same ids are paired: same seeds, same splits."""
+        self._replicates[str(metric)] = {str(k): float(v) for k, v in values.items()}
 
     def log(self, message: str) -> None:
         """A progress line on stderr, prefixed with the rank (the parent keeps the tail)."""

@@ -14,7 +14,7 @@ from harness.report.tables import CASE_COLUMNS, CLAIM_COLUMNS, case_rows, claim_
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
 font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f0f0f0}td.FAIL{color:#b00;font-weight:bold}td.pass{color:#070}img{max-width:100%;
+th{background:#f0f0f0}td.FAIL{color:#b00;font-weight:bold}td.pass{color:#070}td.inconclusive{color:#a60}img{max-width:100%;
 border:1px solid #eee;margin:0.5em 0}.note{color:#666}"""
 
 
@@ -26,7 +26,7 @@ def _table(columns: list[str], rows: list[list[str]], verdict_col: int | None = 
         for i, cell in enumerate(row):
             cls = ""
             if i == verdict_col:
-                cls = f' class="{"FAIL" if cell.startswith("FAIL") else "pass" if cell.startswith("pass") else ""}"'
+                cls = f' class="{next((k for k in ("FAIL", "pass", "inconclusive") if cell.startswith(k)), "")}"'
             cells.append(f"<td{cls}>{html.escape(str(cell))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -44,7 +44,7 @@ def html_report(df: pd.DataFrame, problems: list[str]) -> str:
              f"<p class='note'>{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
              f"{html.escape(' ' + energy + '.') if energy else ''}</p>"]
     claims = claim_rows(df)
-    parts.append(f"<h2>Reproduction summary: paper claims ({html.escape(claim_tally(claims))})</h2>")
+    parts.append(f"<h2>Reproduction summary: paper claims ({html.escape(claim_tally(df))})</h2>")
     parts.append(_table(CLAIM_COLUMNS, claims, verdict_col=4) if claims else "<p>No claims were evaluated.</p>")
     rows = case_rows(df)
     for workload, table_rows in rows.items():

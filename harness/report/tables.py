@@ -1,6 +1,7 @@
 """The report's tables as plain rows: one table per workload, and the claim reproduction summary."""
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -20,8 +21,8 @@ PY_NOTE = ("comm frac marked (py): Allreduce was counted by the Python wrapper (
 EMU_MARK = " (emulated)"
 EMU_NOTE = ("times marked (emulated) ran under binary translation (qemu-user): the results and claims are "
             "that architecture's, the timings are not comparable with native ones")
-CLAIM_COLUMNS = ["workload", "claim", "paper value", "measured", "verdict", "params", "machine", "backend",
-                 "ranks x threads", "source"]
+CLAIM_COLUMNS = ["workload", "claim", "paper value", "measured [interval]", "verdict", "interval from", "params",
+                 "machine", "backend", "ranks x threads", "source"]
 
 
 def _num(x: Any, fmt: str = "{:.4g}") -> str:
@@ -89,21 +90,35 @@ def verdicts(claims: list[dict[str, Any]]) -> list[ClaimVerdict]:
 
 
 def measured_text(c: ClaimVerdict) -> str:
-    """The measured figure, with its standard error where the workload reported one."""
-    return _num(c.measured) + (f" ± {_num(c.standard_error, '{:.2g}')}" if c.standard_error is not None else "")
+    """The measured figure with its interval: ``0.0044 [-0.008, 0.017]`` (an unbounded side
+    reads -inf or inf; a verdict of an older record says it had no interval)."""
+    text = _num(c.measured)
+    if c.interval is not None and text:
+        lo, hi = c.interval
+        text += f" [{'-inf' if lo is None else _num(lo)}, {'inf' if hi is None else _num(hi)}]"
+    return text
+
+
+def interval_source(c: ClaimVerdict) -> str:
+    """Where the interval came from, in a few words: '95% paired t-interval over 5 shared seeds'."""
+    if not c.interval_method:
+        return ""
+    level = f"{c.confidence:.0%} " if c.confidence else ""
+    return level + c.interval_method
 
 
 def verdict_text(c: ClaimVerdict) -> str:
-    """pass / FAIL / not evaluated: why, and a note when the plugin declared no control."""
+    """pass / FAIL / inconclusive / not evaluated: why, and a note when the plugin declared no control."""
     text = VERDICT_TEXT[c.status]
-    if c.status == "not_evaluated" and c.reason:
+    if c.status in ("not_evaluated", "inconclusive") and c.reason:
         text += f": {c.reason}"
     if not c.has_control:
         text += " (no control declared)"
     return text
 
 
-VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "not_evaluated": "not evaluated"}
+VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
+                "not_applicable": "not applicable"}
 
 
 def claim_rows(df: pd.DataFrame) -> list[list[str]]:
@@ -121,19 +136,40 @@ def claim_rows(df: pd.DataFrame) -> list[list[str]]:
             if c.status == "not_applicable":
                 continue
             rows.append([r.workload, c.text, "" if c.paper_value is None else str(c.paper_value),
-                         measured_text(c), verdict_text(c), r.params if r.params != "{}" else "",
+                         measured_text(c), verdict_text(c), interval_source(c),
+                         swept_text(json.loads(r.params)) if r.params else "",
                          r.machine, r.backend, f"{r.ranks}x{r.threads}", c.source])
     return rows
 
 
-def claim_tally(rows: list[list[str]]) -> str:
-    """'12 pass, 3 FAIL, 1 not evaluated' for the rows of :func:`claim_rows`."""
-    col = CLAIM_COLUMNS.index("verdict")
-    counts: dict[str, int] = {}
-    for row in rows:
-        key = "not evaluated" if row[col].startswith("not evaluated") else row[col].split(" ")[0]
-        counts[key] = counts.get(key, 0) + 1
-    return ", ".join(f"{n} {k}" for k, n in counts.items()) or "none"
+def swept_text(swept: dict[str, Any]) -> str:
+    """A case named by what distinguishes it (the params a suite or sweep set): 'msf=64'."""
+    return ", ".join(f"{k}={v}" for k, v in swept.items())
+
+
+def claim_tally(df: pd.DataFrame) -> str:
+    """'12 pass, 3 FAIL, 4 inconclusive; 20 not applicable' over the ok, non-control cases."""
+    counts = {s: 0 for s in VERDICT_TEXT}
+    if not df.empty:
+        for r in df.itertuples(index=False):
+            if r.status == "ok" and not r.control:
+                for c in verdicts(r.claims):
+                    counts[c.status] += 1
+    shown = ", ".join(f"{counts[s]} {VERDICT_TEXT[s]}" for s in ("pass", "fail", "inconclusive", "not_evaluated")
+                      if counts[s])
+    skipped = f"{counts['not_applicable']} not applicable (not listed)" if counts["not_applicable"] else ""
+    return "; ".join(t for t in (shown or "none", skipped) if t)
+
+
+def rejudged(df: pd.DataFrame, confidence: float | None) -> pd.DataFrame:
+    """``df`` with every claim judged again at ``confidence`` from the replicates its verdict
+    keeps (verdicts of older records, without them, stay as they were); None: unchanged."""
+    if confidence is None or df.empty:
+        return df
+    from harness.claims import rejudge
+    out = df.copy()
+    out["claims"] = [[rejudge(c, confidence).to_json() for c in verdicts(claims)] for claims in df["claims"]]
+    return out
 
 
 def no_tags(text: str) -> str:
@@ -156,7 +192,7 @@ def markdown_report(df: pd.DataFrame, problems: list[str]) -> str:
     parts = [f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
              + (f" {energy}." if energy else "")]
     claims = claim_rows(df)
-    parts.append(f"## Reproduction summary: paper claims ({claim_tally(claims)})\n\n"
+    parts.append(f"## Reproduction summary: paper claims ({claim_tally(df)})\n\n"
                  + (markdown_table(CLAIM_COLUMNS, claims) if claims else "No claims were evaluated."))
     for workload, rows in case_rows(df).items():
         note = table_notes(rows)

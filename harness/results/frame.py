@@ -56,6 +56,7 @@ def row(record: Record, source: str = "") -> dict[str, Any]:
         "allreduce_profiler": record.protocol.allreduce_profiler,
         "claims_passed": counts["pass"],
         "claims_failed": counts["fail"],
+        "claims_inconclusive": counts["inconclusive"],
         "claims_not_evaluated": counts["not_evaluated"],
         "claims_not_applicable": counts["not_applicable"],
         "claims_total": len(record.claims),

@@ -1,8 +1,9 @@
 """The case record, typed: one dataclass per part, each owning its JSON form.
 
 ``Record.to_json()`` is what ``results.jsonl`` holds (validated against
-``record.schema.json``, schema version 2); ``Record.from_json()`` reads version 2, and
-:func:`upgrade_v1` turns a version-1 record (schema ``record-v1.schema.json``) into version 2.
+``record.schema.json``, schema version 3); ``Record.from_json()`` reads version 3, and
+:func:`upgrade` turns an older record (``record-v1.schema.json``, ``record-v2.schema.json``) into
+version 3, step by step.
 Every module that reads records uses these attributes, not string keys.
 """
 from __future__ import annotations
@@ -11,10 +12,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.claims import ClaimVerdict, as_number
+from harness.claims import POINT_ESTIMATE, ClaimVerdict, as_number
 
 SCHEMA_ID = "hpml-harness/record"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("ok", "failed", "skipped", "timeout")
 
 
@@ -78,6 +79,8 @@ class ProtocolInfo:
     unstable_cov: float
     allreduce_profiler: str = ""        # pmpi (C hook), python (wrapper) or "" (no MPI comm)
     allreduce_profiler_note: str = ""
+    confidence: float = 0.95            # two-sided level of the claims' intervals
+    until_decided: dict[str, Any] | None = None   # rounds, repeats, looks, per-look level, why it stopped
 
 
 @dataclass
@@ -167,6 +170,7 @@ class Record:
     system_load: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     metric_samples: dict[str, list[Any]] = field(default_factory=dict)
+    replicates: dict[str, dict[str, float]] = field(default_factory=dict)   # metric -> seed id -> value
     claims: list[ClaimVerdict] = field(default_factory=list)
     stderr_tail: str = ""
     control: ControlRole | None = None
@@ -228,7 +232,7 @@ class Record:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Record:
-        """A record from its version-2 JSON (call :func:`upgrade_v1` first on a version-1 one)."""
+        """A record from its version-3 JSON (call :func:`upgrade` first on an older one)."""
         if d.get("schema_version") != SCHEMA_VERSION:
             raise ValueError(f"Record.from_json reads schema version {SCHEMA_VERSION}, "
                              f"not {d.get('schema_version')!r}")
@@ -250,7 +254,7 @@ class Record:
 def upgrade_v1(d: dict[str, Any]) -> dict[str, Any]:
     """A version-1 record's JSON as version 2: claim statuses from ``passed`` (and, for version 1
     only, the text of the reason, which was then the only mark of 'not applicable')."""
-    out = dict(d, schema_version=SCHEMA_VERSION, control=None)
+    out = dict(d, schema_version=2, control=None)
     out["workload"] = dict(d["workload"], throughput=None, ceilings={})
     out["workload"].setdefault("paper", "")
     out.setdefault("swept", {})
@@ -282,3 +286,23 @@ def upgrade_v1(d: dict[str, Any]) -> dict[str, Any]:
                            when={k: list(v) for k, v in when.items()} if when else None))
     out["claims"] = claims
     return out
+
+
+def upgrade_v2(d: dict[str, Any]) -> dict[str, Any]:
+    """A version-2 record's JSON as version 3: its verdicts read as they were judged, marked as
+    judged on a point estimate (no interval, no level); no replicates."""
+    out = dict(d, schema_version=SCHEMA_VERSION, replicates={})
+    out["protocol"] = dict(d["protocol"], confidence=0.95, until_decided=None)
+    out["claims"] = [dict(c, interval=None, confidence=None, replicates=None, paired=None, evidence=None,
+                          interval_method=POINT_ESTIMATE if c.get("status") in ("pass", "fail") else "")
+                     for c in d.get("claims") or []]
+    return out
+
+
+def upgrade(d: dict[str, Any]) -> dict[str, Any]:
+    """A record's JSON of any version this harness reads, as the current version."""
+    if d.get("schema_version") == 1:
+        d = upgrade_v1(d)
+    if d.get("schema_version") == 2:
+        d = upgrade_v2(d)
+    return d

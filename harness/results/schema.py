@@ -1,4 +1,4 @@
-"""The record JSON Schemas shipped in the package (version 2, and version 1 for old files)."""
+"""The record JSON Schemas shipped in the package (version 3, and versions 1 and 2 for old files)."""
 from __future__ import annotations
 
 import functools
@@ -10,12 +10,13 @@ import jsonschema
 
 from harness.results.record import SCHEMA_VERSION
 
-SCHEMA_PATHS = {2: pathlib.Path(__file__).with_name("record.schema.json"),
+SCHEMA_PATHS = {3: pathlib.Path(__file__).with_name("record.schema.json"),
+                2: pathlib.Path(__file__).with_name("record-v2.schema.json"),
                 1: pathlib.Path(__file__).with_name("record-v1.schema.json")}
 SCHEMA_PATH = SCHEMA_PATHS[SCHEMA_VERSION]
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=3)
 def _validator(version: int) -> jsonschema.Draft202012Validator:
     schema = json.loads(SCHEMA_PATHS[version].read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -29,7 +30,7 @@ def schema_errors(record: Any, version: int = SCHEMA_VERSION) -> list[str]:
 
 
 def validate(record: Any) -> None:
-    """Raise ValueError listing the problems when ``record`` (JSON form) does not match version 2."""
+    """Raise ValueError listing the problems when ``record`` (JSON form) does not match the current version."""
     errors = schema_errors(record)
     if errors:
         raise ValueError("record does not match the schema: " + "; ".join(errors[:5]))

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.errors import UsageError
-from harness.results.record import Record, upgrade_v1
+from harness.results.record import Record, upgrade
 from harness.results.schema import schema_errors, validate
 
 RESULTS_NAME = "results.jsonl"
@@ -85,14 +85,14 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def parse_record(data: Any) -> tuple[Record | None, str]:
-    """(the record, '') from one line's JSON of schema version 1 or 2, or (None, the first schema problem)."""
+    """(the record, '') from one line's JSON of schema version 1, 2 or 3, or (None, the first schema problem)."""
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version not in (1, 2):
-        return None, f"schema_version {version!r} is not one this harness reads (1 or 2)"
+    if version not in (1, 2, 3) or isinstance(version, bool):
+        return None, f"schema_version {version!r} is not one this harness reads (1, 2 or 3)"
     errors = schema_errors(data, version)
     if errors:
         return None, errors[0]
-    return Record.from_json(upgrade_v1(data) if version == 1 else data), ""
+    return Record.from_json(upgrade(data)), ""
 
 
 MAX_LINE_BYTES = 64 * 1024 * 1024   # no record comes near this; a longer line is not one

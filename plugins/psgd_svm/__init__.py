@@ -59,6 +59,9 @@ class PsgdSvm(Workload):
     default_size = "small"
     default_ranks = 2
     throughput = ("samples_per_s", "samples/s")
+    # the timings vary by repeat; the accuracies are the same in every repeat of one seed (one data
+    # split, one start): one replicate per case, so their claims stay inconclusive, never pass
+    variation = {"accuracy_gap": "seeds", "accuracy_vs_reference": "seeds"}
     claims = [
         Claim("comm_s", ">=", 0.90, paper_value=0.98, relative_to={"msf": 1}, transform="reduction",
               when={"msf": (">=", 64)},

@@ -1,0 +1,260 @@
+"""Confidence intervals behind verdicts, and the tests behind ``harness compare``.
+
+A verdict is only as good as its interval. Every interval here says how it was made (``method``)
+and from how many replicates, so a reader can judge it. The rules:
+
+- one arm (an absolute claim): Student's t-interval on the mean of the replicates
+  (``scipy.stats.ttest_1samp``); one replicate of a figure that varies gives no interval;
+- a difference of two arms: the paired t-interval on per-replicate differences when both arms
+  carry the same replicate ids (same seeds, same splits), else Welch's t-interval
+  (``scipy.stats.ttest_ind(equal_var=False)``);
+- a ratio of two arms (ratio, speed-up, reduction): Fieller's interval for a ratio of means, with
+  the covariance of paired arms; unbounded when the denominator's own interval reaches zero.
+  Fieller rather than a bootstrap because claims run on 3 to 10 replicates, where a bootstrap
+  interval undercovers;
+- an exact figure (declared deterministic): the point itself.
+
+``harness compare`` has many samples of skewed timings: there the ratio of medians gets a
+bootstrap interval (``scipy.stats.bootstrap``), the Mann-Whitney p-values a Benjamini-Hochberg
+correction (``scipy.stats.false_discovery_control``), and each case the smallest change its
+samples could have detected (:func:`detectable_ratio`).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_CONFIDENCE = 0.95
+SOURCES = ("repeats", "seeds", "exact")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """The replicate values of one metric in one case, and where they come from.
+
+    ``source``: ``repeats`` (the measured repeats are independent replicates: timings, or a
+    workload that draws fresh randomness per repeat), ``seeds`` (the workload reports one value
+    per seed or split, ``ids`` naming them: the same id in two cases is the same seed and split),
+    ``exact`` (a deterministic figure: its interval is the point)."""
+
+    values: tuple[float, ...]
+    source: str = "repeats"
+    ids: tuple[str, ...] | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+    @property
+    def exact(self) -> bool:
+        return self.source == "exact"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """``estimate`` with its two-sided interval ``[low, high]`` at ``confidence`` (a bound may be
+    infinite: unbounded), the method in words, and the replicates behind it."""
+
+    estimate: float
+    low: float
+    high: float
+    method: str
+    confidence: float
+    n: int
+    baseline_n: int | None = None
+    paired: bool | None = None
+
+    def mapped(self, f, decreasing: bool = False) -> Interval:
+        """The interval of ``f(estimate)`` for a monotone ``f`` (bounds swapped when decreasing)."""
+        lo, hi = (f(self.high), f(self.low)) if decreasing else (f(self.low), f(self.high))
+        return Interval(f(self.estimate), lo, hi, self.method, self.confidence, self.n, self.baseline_n, self.paired)
+
+
+def _t(confidence: float, df: float) -> float:
+    from scipy import stats
+    return float(stats.t.ppf(0.5 + confidence / 2, df))
+
+
+def mean_interval(arm: Arm, confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
+    """Student's t-interval on the mean of ``arm``; the point for an exact figure; None for one
+    replicate of a figure that varies (nothing can be said about its spread)."""
+    m = arm.mean
+    if arm.exact:
+        return Interval(m, m, m, "exact (declared deterministic)", confidence, arm.n)
+    if arm.n < 2:
+        return None
+    x = np.asarray(arm.values, dtype=float)
+    what = f"t-interval over {arm.n} {arm.source}"
+    if np.ptp(x) == 0:
+        return Interval(m, m, m, what + " (all equal)", confidence, arm.n)
+    from scipy import stats
+    ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
+    return Interval(m, float(ci.low), float(ci.high), what, confidence, arm.n)
+
+
+def paired_ids(a: Arm, b: Arm) -> bool:
+    """True when two seed arms name the same replicates (same seeds, same splits): pair them."""
+    return (a.source == b.source == "seeds" and a.ids is not None and b.ids is not None
+            and len(a.ids) == len(set(a.ids)) and set(a.ids) == set(b.ids))
+
+
+def _aligned(a: Arm, b: Arm) -> tuple[np.ndarray, np.ndarray]:
+    order = {k: i for i, k in enumerate(b.ids or ())}
+    bv = np.array([b.values[order[k]] for k in a.ids or ()], dtype=float)
+    return np.asarray(a.values, dtype=float), bv
+
+
+def difference_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
+    """Interval on mean(a) - mean(b): paired when the arms share replicate ids, Welch otherwise."""
+    from scipy import stats
+    est = a.mean - b.mean
+    if a.exact and b.exact:
+        return Interval(est, est, est, "exact (both arms deterministic)", confidence, a.n, b.n)
+    if paired_ids(a, b) and a.n >= 2:
+        x, y = _aligned(a, b)
+        d = x - y
+        what = f"paired t-interval over {a.n} shared seeds"
+        if np.ptp(d) == 0:
+            return Interval(est, est, est, what + " (all differences equal)", confidence, a.n, b.n, True)
+        ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
+        return Interval(est, float(ci.low), float(ci.high), what, confidence, a.n, b.n, True)
+    if b.exact or a.exact:   # one side is a constant: a one-sample interval on the other, shifted
+        noisy, sign = (a, 1.0) if b.exact else (b, -1.0)
+        one = mean_interval(noisy, confidence)
+        if one is None:
+            return None
+        shift = -b.mean if b.exact else a.mean
+        lo, hi = sorted((sign * one.low + shift, sign * one.high + shift))
+        return Interval(est, lo, hi, one.method + " against an exact figure", confidence, a.n, b.n, False)
+    if a.n < 2 or b.n < 2:
+        return None
+    x, y = np.asarray(a.values, dtype=float), np.asarray(b.values, dtype=float)
+    what = f"Welch t-interval ({a.n} vs {b.n} {a.source}, unpaired)"
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        return Interval(est, est, est, what + " (no spread)", confidence, a.n, b.n, False)
+    ci = stats.ttest_ind(x, y, equal_var=False).confidence_interval(confidence)
+    return Interval(est, float(ci.low), float(ci.high), what, confidence, a.n, b.n, False)
+
+
+def ratio_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
+    """Fieller's interval on mean(a) / mean(b), with the covariance of paired arms.
+
+    Unbounded (``-inf, inf``) when mean(b)'s own interval reaches zero: the data cannot then
+    bound the ratio. Degrees of freedom: n - 1 paired, Welch-Satterthwaite otherwise."""
+    ma, mb = a.mean, b.mean
+    if mb == 0:
+        return None
+    est = ma / mb
+    if a.exact and b.exact:
+        return Interval(est, est, est, "exact (both arms deterministic)", confidence, a.n, b.n)
+    if (not a.exact and a.n < 2) or (not b.exact and b.n < 2):
+        return None
+    paired = paired_ids(a, b)
+    if paired:
+        x, y = _aligned(a, b)
+        n = a.n
+        va, vb = x.var(ddof=1) / n, y.var(ddof=1) / n
+        cov = float(np.cov(x, y, ddof=1)[0, 1]) / n
+        df = n - 1
+    else:
+        va = 0.0 if a.exact else float(np.var(a.values, ddof=1)) / a.n
+        vb = 0.0 if b.exact else float(np.var(b.values, ddof=1)) / b.n
+        cov = 0.0
+        parts = [(va, a.n), (est * est * vb, b.n)]
+        denom = sum(v * v / (n - 1) for v, n in parts if v > 0)
+        df = (va + est * est * vb) ** 2 / denom if denom > 0 else 1e9
+    method = ("Fieller interval, paired over shared seeds" if paired
+              else f"Fieller interval ({a.n} vs {b.n}, unpaired)")
+    q = _t(confidence, df)
+    qa = q * q
+    A = mb * mb - qa * vb
+    B = -2.0 * (ma * mb - qa * cov)
+    C = ma * ma - qa * va
+    disc = B * B - 4 * A * C
+    if A <= 0 or disc < 0:
+        return Interval(est, -math.inf, math.inf, method + " (unbounded: the baseline's interval reaches 0)",
+                        confidence, a.n, b.n, paired)
+    root = math.sqrt(max(disc, 0.0))
+    lo, hi = sorted(((-B - root) / (2 * A), (-B + root) / (2 * A)))
+    return Interval(est, lo, hi, method, confidence, a.n, b.n, paired)
+
+
+# -- verdicts from intervals ------------------------------------------------------------------------
+
+def decide(interval: Interval, comparison: str, threshold: float) -> str:
+    """``pass`` when the whole interval satisfies ``comparison threshold``, ``fail`` when the
+    whole interval violates it, ``inconclusive`` otherwise."""
+    lo, hi = interval.low, interval.high
+    if comparison in (">=", ">"):
+        holds = lo >= threshold if comparison == ">=" else lo > threshold
+        broken = hi < threshold if comparison == ">=" else hi <= threshold
+    elif comparison in ("<=", "<"):
+        holds = hi <= threshold if comparison == "<=" else hi < threshold
+        broken = lo > threshold if comparison == "<=" else lo >= threshold
+    elif comparison == "==":
+        holds = lo == hi == threshold
+        broken = threshold < lo or threshold > hi
+    else:
+        raise ValueError(f"unknown comparison {comparison!r}")
+    return "pass" if holds else "fail" if broken else "inconclusive"
+
+
+def per_look_confidence(confidence: float, looks: int) -> float:
+    """The level each of ``looks`` interim looks must use so that the chance of any false
+    decision over all of them stays within 1 - ``confidence`` (Bonferroni over the looks)."""
+    return 1.0 - (1.0 - confidence) / max(1, looks)
+
+
+# -- harness compare --------------------------------------------------------------------------------
+
+def ratio_of_medians(new: Sequence[float], old: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """median(new) / median(old) with a bootstrap interval (BCa; percentile where BCa is
+    degenerate), both samples resampled independently; seeded, so repeatable."""
+    from scipy import stats
+    x, y = np.asarray(new, dtype=float), np.asarray(old, dtype=float)
+    est = float(np.median(x) / np.median(y))
+    if len(x) < 2 or len(y) < 2:
+        return est, math.nan, math.nan
+
+    def stat(a, b, axis=-1):
+        return np.median(a, axis=axis) / np.median(b, axis=axis)
+
+    for method in ("BCa", "percentile"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = stats.bootstrap((x, y), stat, confidence_level=confidence, method=method,
+                                  n_resamples=2000, random_state=np.random.default_rng(seed), vectorized=True)
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return est, lo, hi
+    return est, math.nan, math.nan
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (reject where adjusted <= the false-discovery rate)."""
+    from scipy import stats
+    if not len(p_values):
+        return []
+    return [float(p) for p in stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")]
+
+
+def detectable_ratio(new: Sequence[float], old: Sequence[float], alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest slowdown ratio (> 1) these samples could have detected at ``alpha`` with
+    ``power``: from the spread of the log timings and the counts (normal approximation), so
+    "no significant change" says what it could not see. inf with fewer than 2 samples a side."""
+    from scipy import stats
+    x, y = np.log(np.asarray(new, dtype=float)), np.log(np.asarray(old, dtype=float))
+    if len(x) < 2 or len(y) < 2:
+        return math.inf
+    se = math.sqrt(x.var(ddof=1) / len(x) + y.var(ddof=1) / len(y))
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    return math.exp(z * se)
