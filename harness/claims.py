@@ -221,11 +221,14 @@ def judge_arms(verdict: ClaimVerdict, case: Arm, base: Arm | None, confidence: f
                   replicates=case.n, baseline_replicates=base.n if base is not None else None,
                   evidence=_evidence_json(case, base), standard_error=None)
     if interval is None:
-        thin = [f"{arm.n} {arm.source}" for arm in (case, base) if arm is not None and not arm.exact and arm.n < 2]
+        thin = [arm for arm in (case, base) if arm is not None and not arm.exact and arm.n < 2]
+        sides = " and ".join(("the baseline's " if arm is base and base is not case else "")
+                             + ("one seed" if arm.source == "seeds" else "one repeat") for arm in thin)
         out.status, out.interval, out.paired = "inconclusive", None, None
-        out.interval_method = "none: a single replicate of a figure that varies"
-        out.reason = (f"only {' and '.join(thin)} behind this figure: one replicate cannot bound it "
-                      "(more repeats or seeds: --repeats, --until-decided)")
+        out.interval_method = f"none ({sides or 'no usable spread'})"
+        out.reason = (f"{sides}: one replicate cannot bound a figure that varies "
+                      + ("(the workload reports it once per case)" if any(a.source == "seeds" for a in thin)
+                         else "(--repeats 3 or more, or --until-decided)"))
         return out
     out.interval = [_bound(interval.low), _bound(interval.high)]
     out.interval_method, out.paired = interval.method, interval.paired

@@ -103,9 +103,10 @@ def test_a_deliberately_weakened_builtin_claim_is_caught_on_the_same_records(con
     by_case = {r.case_id: r for r in records}
     claim = next(c for c in REGISTRY.workload("psgd_svm").claims if c.metric == "comm_s")
     (plan,) = [p for p in plan_controls(REGISTRY, ["psgd_svm"])[0] if p.claim == claim]
-    assert judge(plan, by_case).caught
+    workload = REGISTRY.workload("psgd_svm")
+    assert judge(plan, by_case, workload).caught
     weakened = dataclasses.replace(plan, claim=dataclasses.replace(claim, threshold=-1.0))
-    outcome = judge(weakened, by_case)
+    outcome = judge(weakened, by_case, workload)
     assert outcome.verdict.status == "pass" and not outcome.caught
 
 

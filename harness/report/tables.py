@@ -110,7 +110,7 @@ def interval_source(c: ClaimVerdict) -> str:
 def verdict_text(c: ClaimVerdict) -> str:
     """pass / FAIL / inconclusive / not evaluated: why, and a note when the plugin declared no control."""
     text = VERDICT_TEXT[c.status]
-    if c.status in ("not_evaluated", "inconclusive") and c.reason:
+    if c.status == "not_evaluated" and c.reason:
         text += f": {c.reason}"
     if not c.has_control:
         text += " (no control declared)"
