@@ -77,6 +77,23 @@ class Interval:
         return Interval(f(self.estimate), lo, hi, self.method, self.confidence, self.n, self.baseline_n, self.paired)
 
 
+def _t_interval(result, confidence: float) -> tuple[float, float]:
+    """The confidence interval of a scipy t-test result, without scipy's warning about nearly
+    equal data (the interval is then correctly narrow; the warning is noise in a run's output)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ci = result.confidence_interval(confidence)
+    return float(ci.low), float(ci.high)
+
+
+def _ttest(fn, *args, **kwargs):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(*args, **kwargs)
+
+
 def _t(confidence: float, df: float) -> float:
     from scipy import stats
     return float(stats.t.ppf(0.5 + confidence / 2, df))
@@ -95,8 +112,8 @@ def mean_interval(arm: Arm, confidence: float = DEFAULT_CONFIDENCE) -> Interval 
     if np.ptp(x) == 0:
         return Interval(m, m, m, what + " (all equal)", confidence, arm.n)
     from scipy import stats
-    ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
-    return Interval(m, float(ci.low), float(ci.high), what, confidence, arm.n)
+    low, high = _t_interval(_ttest(stats.ttest_1samp, x, 0.0), confidence)
+    return Interval(m, low, high, what, confidence, arm.n)
 
 
 def paired_ids(a: Arm, b: Arm) -> bool:
@@ -123,8 +140,8 @@ def difference_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) 
         what = f"paired t-interval over {a.n} shared seeds"
         if np.ptp(d) == 0:
             return Interval(est, est, est, what + " (all differences equal)", confidence, a.n, b.n, True)
-        ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
-        return Interval(est, float(ci.low), float(ci.high), what, confidence, a.n, b.n, True)
+        low, high = _t_interval(_ttest(stats.ttest_1samp, d, 0.0), confidence)
+        return Interval(est, low, high, what, confidence, a.n, b.n, True)
     if b.exact or a.exact:   # one side is a constant: a one-sample interval on the other, shifted
         noisy, sign = (a, 1.0) if b.exact else (b, -1.0)
         one = mean_interval(noisy, confidence)
@@ -139,8 +156,8 @@ def difference_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) 
     what = f"Welch t-interval ({a.n} vs {b.n} {a.source}, unpaired)"
     if np.ptp(x) == 0 and np.ptp(y) == 0:
         return Interval(est, est, est, what + " (no spread)", confidence, a.n, b.n, False)
-    ci = stats.ttest_ind(x, y, equal_var=False).confidence_interval(confidence)
-    return Interval(est, float(ci.low), float(ci.high), what, confidence, a.n, b.n, False)
+    low, high = _t_interval(_ttest(stats.ttest_ind, x, y, equal_var=False), confidence)
+    return Interval(est, low, high, what, confidence, a.n, b.n, False)
 
 
 def ratio_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:

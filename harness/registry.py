@@ -16,6 +16,7 @@ import pluggy
 from harness import hookspecs
 from harness.backend import Backend
 from harness.claims import Claim
+from harness.intervals import SOURCES
 from harness.errors import did_you_mean
 from harness.results.record import Record
 from harness.workload import SIZES, Workload
@@ -151,6 +152,10 @@ def _check_workload(obj: Any) -> tuple[Workload | None, str]:
     if tp is not None and not (isinstance(tp, tuple) and len(tp) in (2, 3) and all(isinstance(x, str) for x in tp)):
         return None, (f"workload {obj.name!r}: throughput must be (metric, unit[, fraction-of-peak metric]), "
                       f"e.g. ('samples_per_s', 'samples/s'), not {tp!r}")
+    variation = obj.variation
+    if not isinstance(variation, dict) or not all(isinstance(k, str) and v in SOURCES for k, v in variation.items()):
+        return None, (f"workload {obj.name!r}: variation must map metric names to one of {', '.join(SOURCES)}, "
+                      f"e.g. {{'test_accuracy': 'seeds'}}, not {variation!r}")
     for claim in obj.claims:
         bad = set((claim.control.params if claim.control else {})) - set(obj.params) - {"ranks", "threads"}
         if bad:

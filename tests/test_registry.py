@@ -120,3 +120,20 @@ def test_every_builtin_workload_declares_its_throughput() -> None:
     assert all(w.throughput and w.throughput[0] and w.throughput[1] for w in builtin), \
         [w.name for w in builtin if not w.throughput]
     assert reg.workload("bragg_unet").throughput[0] == "train_boxes_per_s"
+
+
+def test_a_malformed_variation_is_a_plugin_problem_not_a_crash() -> None:
+    from harness.registry import _check_workload
+    from harness.workload import Workload
+
+    class Odd(Workload):
+        name = "odd"
+        variation = {"x": "sometimes"}
+
+        def run(self, ctx):
+            return {}
+
+    obj, why = _check_workload(Odd())
+    assert obj is None and "variation must map metric names" in why
+    Odd.variation = {"x": "seeds"}
+    assert _check_workload(Odd())[0] is not None

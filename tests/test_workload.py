@@ -85,3 +85,25 @@ def test_skip_reason_for_missing_package() -> None:
         requires = ("no_such_package_abc",)
     assert "no_such_package_abc" in Needs().skip_reason({}, 1)
     assert W().skip_reason({}, 1) is None
+
+
+def test_replicates_reported_per_seed_pair_two_cases_of_a_run(harness_cli, tmp_path) -> None:
+    """A workload's per-seed values travel through the worker into the record; a difference
+    between two cases over the same seeds is a paired interval, decided where the seeds' own
+    spread (0.05) would leave an unpaired one inconclusive; one timed repeat needs no note."""
+    from conftest import read_jsonl
+    r = harness_cli("run", "--workload", "seeded", "--param", "offset=0,0.02", "--out", str(tmp_path / "a"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    base, case = read_jsonl(tmp_path / "a" / "results.jsonl")
+    assert set(case["replicates"]["acc"]) == {"0", "1", "2", "3"} and case["reason"] == ""
+    (verdict,) = case["claims"]
+    assert verdict["status"] == "pass" and verdict["paired"] is True and verdict["replicates"] == 4
+    assert verdict["interval"][0] >= 0.005 and "paired" in verdict["interval_method"]
+    assert "paired" in r.stdout and "0.02" in r.stdout
+    # the same seeds reported with a NaN: stored as null, named, and the claim not judged on it
+    r = harness_cli("run", "--workload", "seeded", "--param", "offset=0,0.02", "--param", "nan_seed=2",
+                    "--out", str(tmp_path / "b"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = read_jsonl(tmp_path / "b" / "results.jsonl")[1]
+    assert rec["replicates"]["acc"]["2"] is None and "non-finite" in rec["reason"]
+    assert rec["claims"][0]["status"] == "not_evaluated"
