@@ -60,6 +60,7 @@ class WorkerSpec:
     profile: dict[str, Any] = field(default_factory=dict)
     profile_dirs: list[str] = field(default_factory=list)
     pmpi_hook: str | None = None
+    first_repeat: int = 0    # ctx.repeat of the first measured repeat: rounds of --until-decided go on counting
 
     @property
     def files(self) -> CaseFiles:

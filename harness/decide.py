@@ -132,7 +132,8 @@ def until_decided(record: Record, case: Case, budget: Budget, execute: Callable[
             break
         more = min(total, budget.max_repeats - total)
         progress(f"inconclusive ({'; '.join(wanting)[:100]}): {more} more repeat(s)")
-        round_case = dataclasses.replace(case, repeats=more, timeout=max(1.0, min(case.timeout, budget.left_s)))
+        round_case = dataclasses.replace(case, repeats=more, first_repeat=total,
+                                         timeout=max(1.0, min(case.timeout, budget.left_s)))
         t0 = time.monotonic()
         extra = execute(round_case)
         budget.spent_s += time.monotonic() - t0

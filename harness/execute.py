@@ -227,7 +227,7 @@ def execute(case: Case, session: Session) -> Record:
         case_dir=str(files.folder),
         artifact_dir=str(session.out_dir / "artifacts" / _slug(f"{case.label}-{record.id[:8]}")),
         profile=session.profile_data, profile_dirs=[str(d) for d in reg.profile_dirs],
-        pmpi_hook=session.allreduce_hook()[0])
+        pmpi_hook=session.allreduce_hook()[0], first_repeat=case.first_repeat)
     try:
         files.folder.mkdir(parents=True, exist_ok=True)
         spec_path = spec.write()

@@ -48,6 +48,7 @@ class Case:
     timeout: float
     swept: dict[str, Any] = field(default_factory=dict)
     until_decided: bool = False    # the suite asks for more repeats while its claims are inconclusive
+    first_repeat: int = 0          # ctx.repeat of the first measured repeat (a later --until-decided round)
 
     @property
     def case_id(self) -> str:

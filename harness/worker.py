@@ -165,7 +165,9 @@ def run_case(spec: WorkerSpec) -> None:
             if comm is not None:
                 comm.reset()
             cpu0 = time.process_time()
-        ctx.repeat, ctx.warmup = i - warmup, not measured
+        # a later round of --until-decided goes on counting, so a workload that draws its randomness
+        # from ctx.repeat gives new replicates, not copies of the first round's
+        ctx.repeat, ctx.warmup = i - warmup + (spec.first_repeat if measured else 0), not measured
         ctx._replicates = {}
         clock.take()
         if meter is not None and measured:

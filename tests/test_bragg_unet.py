@@ -71,7 +71,11 @@ def test_small_beats_the_zero_skill_masks(harness_cli, tmp_path) -> None:
     assert 0.5 < m["dice_mean_mask"] < m["dice"] and 0.3 < m["dice_template"] < m["dice"]
     assert m["dice_margin"] == pytest.approx(m["dice"] - max(m["dice_mean_mask"], m["dice_template"]))
     assert 2.0 <= m["sphere_radius"] <= 7.0
-    assert verdicts["weak_error_margin"] in ("pass", "fail")     # decided, whichever way (0.28 vs 0.28 here)
+    # judged on an interval over the 3 trainings, whichever way it comes out (the margin is near 0 here)
+    weak = next(c for c in rec["claims"] if c["metric"] == "weak_error_margin")
+    assert weak["replicates"] == 3 and weak["interval"][0] <= weak["measured"] <= weak["interval"][1]
+    assert weak["status"] == ("pass" if weak["interval"][0] > 0 else "fail" if weak["interval"][1] <= 0
+                              else "inconclusive")
     assert m["unet_rel_error_strong"] < m["baseline_rel_error_strong"]
     assert m["train_boxes_per_s"] > 0 and m["inference_boxes_per_s"] > 0
 

@@ -60,7 +60,7 @@ def test_example_plugin_installs_lists_runs_and_its_claim_fails_under_its_contro
                and rec["metrics"]["gflops"] > 0 for rec in records)
     controls = cli("controls", "--workload", "example_matmul", "--out", str(tmp_path / "ctl"))
     assert controls.returncode == 0, controls.stdout + controls.stderr
-    assert "1 of 1 claim(s) fail under their control" in controls.stdout
+    assert "1 of 1 claim(s) decided fail under their control" in controls.stdout
 
 
 @pytest.mark.slow

@@ -233,3 +233,19 @@ def test_merge_round_joins_samples_and_replicates() -> None:
     merge_round(a, b, 0.1)
     assert a.samples == [1.0, 1.1, 1.2] and a.metric_samples["x"] == [1, 2, 3] and a.stats.n == 3
     assert a.replicates["acc"] == {"0": 0.9, "1": 0.8} and a.protocol.repeats == 3
+
+
+def test_until_decided_end_to_end_draws_new_replicates_each_round(harness_cli, tmp_path) -> None:
+    """A real run: the case starts at 3 repeats, gets rounds of more until its claim is decided;
+    every round's repeats are new draws (ctx.repeat counts on), never copies of the first round."""
+    from conftest import read_jsonl
+    r = harness_cli("run", "--workload", "noisy", "--repeats", "3", "--until-decided", "--max-repeats", "48",
+                    "--budget", "120s", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    (rec,) = read_jsonl(tmp_path / "results.jsonl")
+    info, values = rec["protocol"]["until_decided"], rec["metric_samples"]["x"]
+    assert info["looks"] >= 2 and info["stopped"] == "decided" and rec["claims"][0]["status"] == "pass"
+    assert len(values) == len(rec["samples"]) == rec["protocol"]["repeats"] == info["repeats"] > 3
+    assert len(set(values)) == len(values)                       # no pseudo-replicates
+    assert rec["claims"][0]["confidence"] == pytest.approx(per_look_confidence(0.95, planned_looks(3, 48)))
+    assert "more repeat(s)" in r.stdout

@@ -73,7 +73,14 @@ def test_sweep_evaluates_the_claims_and_two_ranks_agree(harness_cli, tmp_path) -
     assert large["measured"] == pytest.approx(acc[("sgd", 256, "none")] - acc[("sgd", 32, "none")])
     assert plain["measured"] == pytest.approx(acc[("kfac", 256, "none")] - acc[("sgd", 256, "none")])
     assert smooth["measured"] == pytest.approx(acc[("kfac", 256, "smoothout")] - acc[("kfac", 256, "none")])
-    assert all(c["status"] in ("pass", "fail") for c in (large, plain, smooth))
+    # every difference is paired over the seeds both configurations share, and its verdict is the
+    # one its interval gives
+    for c in (large, plain, smooth):
+        lo, hi = c["interval"]
+        assert c["paired"] is True and c["replicates"] == c["baseline_replicates"] >= 2
+        side = (hi <= c["threshold"], lo > c["threshold"]) if c["comparison"] == "<=" else \
+               (lo >= c["threshold"], hi < c["threshold"])
+        assert c["status"] == ("pass" if side[0] else "fail" if side[1] else "inconclusive")
     assert by[("sgd", 256, "none")]["metrics"]["steps"] == by[("sgd", 32, "none")]["metrics"]["steps"]  # matched
     for rec in records:
         m = rec["metrics"]
@@ -81,7 +88,8 @@ def test_sweep_evaluates_the_claims_and_two_ranks_agree(harness_cli, tmp_path) -
         assert m["replicas_identical"] is True
         assert m["steps"] == rec["params"]["updates"] == 30
         calls = rec["comm"]["ops"]["Allreduce"]["calls"]
-        assert calls == 2 * 2 * m["steps"]  # 2 ranks x 2 learning rates x steps (1 seed at smoke)
+        # 2 ranks x 2 learning rates x seeds (3 at smoke: the replicates of the paired intervals) x steps
+        assert calls == 2 * 2 * rec["params"]["seeds"] * m["steps"]
 
 
 def test_batches_drop_no_row_and_the_true_fisher_uses_sampled_labels() -> None:

@@ -31,7 +31,7 @@ def _workloads() -> Table:
 def _claims() -> Table:
     reg = registry()
     t = table("claims (each should fail under its control: `harness controls` checks)",
-               "workload", "claim", "paper value", "applies when", "replicates from", "source", "control")
+               "workload", "claim", "paper value", "applies when", "source", "control")
     for name, w in sorted(reg.workloads.items()):
         for c in w.claims:
             when = ", ".join(f"{k} {op} {v}" for k, (op, v) in (c.when or {}).items())
@@ -41,8 +41,7 @@ def _claims() -> Table:
                 control = f"{spec}: {c.control.why}"
                 if c.control.baseline is not None:
                     control += " (baseline: " + ", ".join(f"{k}={v}" for k, v in c.control.baseline.items()) + ")"
-            t.add_row(name, c.text, "" if c.paper_value is None else str(c.paper_value), when,
-                      w.variation.get(c.metric, "repeats"), c.source, control)
+            t.add_row(name, c.text, "" if c.paper_value is None else str(c.paper_value), when, c.source, control)
     return t
 
 

@@ -29,7 +29,7 @@ class RunContext:
     backend_impl: Any = None
     profile: dict[str, Any] = field(default_factory=dict)   # the matched profile's data, or {}
     profile_dirs: list[pathlib.Path] = field(default_factory=list)  # every registered profile folder
-    repeat: int = 0
+    repeat: int = 0    # index of the measured repeat (counting on across --until-decided rounds); warmups < 0
     warmup: bool = False
     state: dict[str, Any] = field(default_factory=dict)
     _comm: ProfiledComm | None = None
