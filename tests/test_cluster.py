@@ -212,10 +212,12 @@ def test_the_validation_recovers_a_shaped_links_latency_and_bandwidth(cluster, h
         assert "tbf" in eth0["qdisc"] and "rate 1Gbit" in eth0["qdisc"]
         assert place["nfqueues"] and place["nfqueues"][0]["packets"] > 0
     assert all(not p["nfqueues"] for p in rate_rec["resources"]["placement"])
-    # The efficiency claims are judged on the shaped link too (their verdicts are not the point here).
-    judged = {c["metric"]: c["passed"] for c in both_rec["claims"]}
+    # The efficiency claims are evaluated on the shaped link too (their verdicts are not the point
+    # here: one repeat leaves them inconclusive).
+    judged = {c["metric"]: (c["status"], c["measured"]) for c in both_rec["claims"]}
     print(f"claims on the shaped link: {judged}")
-    assert judged["efficiency_error_max"] is not None and judged["allreduce_residual_max"] is not None
+    assert all(judged[m][1] is not None and judged[m][0] != "not_evaluated"
+               for m in ("efficiency_error_max", "allreduce_residual_max"))
 
 
 def _msf_sweep(harness_cli, out: pathlib.Path) -> dict[int, dict]:
@@ -244,5 +246,6 @@ def test_psgd_svm_msf_claims_hold_with_a_real_network_cost(cluster, harness_cli,
           f"plain {speedups['plain']:.1f}x, shaped {speedups['shaped']:.1f}x")
     assert per_call_us >= 100
     assert one["metrics"]["comm_s"] / one["metrics"]["train_s"] > 0.8
-    judged = {c["metric"]: c["passed"] for c in shaped[64]["claims"]}
-    assert judged["comm_s"] is True and judged["train_s"] is True, shaped[64]["claims"]
+    # decided pass: the whole Fieller interval over 3 repeats a side clears each threshold
+    judged = {c["metric"]: c["status"] for c in shaped[64]["claims"]}
+    assert judged["comm_s"] == "pass" and judged["train_s"] == "pass", shaped[64]["claims"]
