@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from harness.intervals import (DEFAULT_CONFIDENCE, Arm, Interval, decide, difference_interval, mean_interval,
-                               ratio_interval)
+from harness.intervals import (DEFAULT_CONFIDENCE, Arm, Interval, decide, difference_interval, level_text,
+                               mean_interval, ratio_interval)
 
 Status = Literal["pass", "fail", "inconclusive", "not_evaluated", "not_applicable"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated", "not_applicable")
@@ -236,7 +236,7 @@ def judge_arms(verdict: ClaimVerdict, case: Arm, base: Arm | None, confidence: f
         out.standard_error = float(_sd(case.values) / math.sqrt(case.n))
     out.status = decide(interval, verdict.comparison, verdict.threshold)  # type: ignore[assignment]
     out.reason = ("" if out.status != "inconclusive" else
-                  f"the {confidence:.0%} interval straddles the threshold {verdict.threshold:g}: "
+                  f"the {level_text(confidence)} interval straddles the threshold {verdict.threshold:g}: "
                   "more replicates could decide it (--until-decided)")
     return out
 

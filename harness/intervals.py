@@ -223,6 +223,11 @@ def decide(interval: Interval, comparison: str, threshold: float) -> str:
     return "pass" if holds else "fail" if broken else "inconclusive"
 
 
+def level_text(confidence: float) -> str:
+    """A level as people write it: 95%, 98.3%, 99.9%."""
+    return f"{100 * confidence:.3g}%"
+
+
 def per_look_confidence(confidence: float, looks: int) -> float:
     """The level each of ``looks`` interim looks must use so that the chance of any false
     decision over all of them stays within 1 - ``confidence`` (Bonferroni over the looks)."""

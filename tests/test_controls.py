@@ -157,3 +157,24 @@ def test_control_of_an_undeclared_param_is_a_plugin_problem() -> None:
     reg = build_registry(extra_plugins=[("t", Plugin())], entry_points=False)
     assert "bad_control" not in reg.workloads
     assert any("undeclared params ['nope']" in p.reason for p in reg.problems)
+
+
+def test_an_inconclusive_control_gets_more_repeats_until_decided(harness_cli, tmp_path) -> None:
+    """A control one standard deviation past its threshold is inconclusive on 3 repeats; the command
+    gives it rounds of more repeats (every look at the corrected level) until it is decided fail,
+    while a control far past its threshold is decided at the first look."""
+    r = harness_cli("controls", "--workload", "noisy", "--max-repeats", "48", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 of 2 claim(s) decided fail under their control" in r.stdout
+    by_mean = {rec["params"]["mean"]: rec for rec in read_jsonl(tmp_path / "results.jsonl")}
+    far, near = by_mean[-3.0]["protocol"]["until_decided"], by_mean[-1.5]["protocol"]["until_decided"]
+    assert far["looks"] == 1 and by_mean[-3.0]["protocol"]["repeats"] == 3
+    assert near["looks"] >= 2 and near["stopped"] == "decided" and by_mean[-1.5]["protocol"]["repeats"] > 3
+    assert "more repeat(s)" in r.stdout
+    (verdict,) = by_mean[-1.5]["claims"]
+    assert verdict["status"] == "fail" and verdict["confidence"] == pytest.approx(near["per_look_confidence"])
+    assert near["per_look_confidence"] > 0.95 and near["nominal_confidence"] == 0.95
+    # no rounds allowed and a strict level: 3 repeats decide neither control, and that is no catch
+    r = harness_cli("controls", "--workload", "noisy", "--max-repeats", "3", "--confidence", "0.999",
+                    "--out", str(tmp_path / "capped"))
+    assert r.returncode == 1 and "INCONCLUSIVE under its control" in r.stdout and "2 inconclusive (99.9% intervals)" in r.stdout

@@ -11,6 +11,9 @@ from harness.claims import ControlOutcome
 from harness.commands.common import console, err_console, machine, registry, table, warn_problems
 from harness.commands.run import add_confidence_option, check_protocol_options
 from harness.controls import cases_in_order, judge, plan_controls
+from harness.decide import DEFAULT_BUDGET_S, Budget, parse_duration, until_decided
+from harness.errors import UsageError
+from harness.intervals import level_text
 from harness.execute import Session, execute
 from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out
 from harness.report.tables import measured_text
@@ -25,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "(params at size smoke) under which it must come out 'fail'; this runs those cases "
                     "(and the baselines of relative claims) and judges each claim on its control, with "
                     "the same intervals as a run: only a claim decided 'fail' (its whole interval on the "
-                    "failing side) is caught; an inconclusive one proves nothing. "
+                    "failing side) is caught; an inconclusive one proves nothing, so a control case whose "
+                    "claims are inconclusive gets more repeats first (--max-repeats, --budget). "
                     "Exit status 0: every control made its claim fail; 1: some claim passed or stayed "
                     "inconclusive under its control, could not be judged, or (with --strict) declares "
                     "no control.")
@@ -38,6 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="folder for the control records (default: ./results/controls, apart from real results)")
     p.add_argument("--strict", action="store_true", help="a claim without a control is a failure too")
     add_confidence_option(p)
+    p.add_argument("--max-repeats", type=int, default=CONTROL_MAX_REPEATS, metavar="N",
+                   help="a control case whose claims are still inconclusive gets more repeats, in rounds that "
+                        f"double them, up to N (default {CONTROL_MAX_REPEATS}; the repeats given: none), with every "
+                        "look judged at a level corrected for the number of looks, as run --until-decided")
+    p.add_argument("--budget", default=None, metavar="DURATION",
+                   help=f"time for those extra rounds over the whole command, e.g. 300, 90s, 10m "
+                        f"(default {DEFAULT_BUDGET_S / 60:g}m)")
     p.set_defaults(func=main)
 
 
@@ -57,8 +68,15 @@ def _outcome_row(o: ControlOutcome) -> list[str]:
     return [o.workload, o.claim, o.why, v.status, measured_text(v), result]
 
 
+CONTROL_MAX_REPEATS = 12
+
+
 def main(args: argparse.Namespace) -> int:
     check_protocol_options(args)
+    if args.max_repeats < 1:
+        raise UsageError(f"--max-repeats {args.max_repeats}: must be 1 or more")
+    budget = Budget(max_repeats=args.max_repeats, confidence=args.confidence,
+                    seconds=parse_duration(args.budget) if args.budget is not None else DEFAULT_BUDGET_S)
     reg = registry()
     warn_problems(reg.problems)
     names = sorted(reg.workloads) if not args.workload else [n.strip() for n in args.workload.split(",") if n.strip()]
@@ -82,16 +100,28 @@ def main(args: argparse.Namespace) -> int:
         record = execute(case, session)
         record.control = role
         records[case.case_id] = record
-        verdicts = []
-        for j, plan in enumerate(plans):
-            if j in outcomes or plan.case.case_id not in records or (
-                    plan.baseline is not None and plan.baseline.case_id not in records):
-                continue
-            outcomes[j] = judge(plan, records, reg.workload(plan.workload), args.confidence)
-            if outcomes[j].verdict is not None and plan.case.case_id == case.case_id:
-                verdicts.append(outcomes[j].verdict)
-        if verdicts:
-            record.claims = verdicts      # a control case records the claims judged on it as controls
+        ready = [j for j, plan in enumerate(plans) if j not in outcomes and plan.case.case_id in records
+                 and (plan.baseline is None or plan.baseline.case_id in records)]
+
+        def rejudge(rec: Record, ready: list[int] = ready) -> None:
+            """The plans this case completes, judged (again) at its control case's current level."""
+            verdicts = []
+            for j in ready:
+                plan = plans[j]
+                level = records[plan.case.case_id].protocol.confidence
+                outcomes[j] = judge(plan, records, reg.workload(plan.workload), level)
+                if outcomes[j].verdict is not None and plan.case.case_id == rec.case_id:
+                    verdicts.append(outcomes[j].verdict)
+            if verdicts:
+                rec.claims = verdicts      # a control case records the claims judged on it as controls
+
+        rejudge(record)
+        if role.role == "control" and record.ok and record.claims:
+            # judged at the level its planned looks allow from the first look on, and given rounds of
+            # more repeats while its control verdicts are inconclusive
+            until_decided(record, case, budget, lambda c: execute(c, session), rejudge, session.unstable_cov,
+                          lambda text, c=case: console.print(f"    {escape(c.label)}: {escape(text)}",
+                                                              soft_wrap=True, highlight=False))
         append_record(out / RESULTS_NAME, record)
         console.print(f"[{i}/{len(todo)}] {escape(case.label)} ({role.role}) {record.status} "
                       f"{record.duration_s:.1f}s {escape(record.reason.splitlines()[0][:120] if record.reason else '')}",
@@ -109,7 +139,7 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"controls: {caught} of {len(plans)} claim(s) decided fail under their control"
                   + (f"; {undecided} inconclusive" if undecided else "")
                   + (f"; {len(undeclared)} claim(s) declare no control" if undeclared else "")
-                  + f" ({args.confidence:.0%} intervals)")
+                  + f" ({level_text(args.confidence)} intervals)")
     for o in bad:
         err_console.print(f"not shown to fail: {o.workload}: {o.claim}", markup=False)
     return 1 if bad or (args.strict and undeclared) else 0

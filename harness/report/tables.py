@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from harness.claims import ClaimVerdict, summarize_claims
+from harness.intervals import level_text
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
                 "median (s)", "95% CI (s)", "throughput", "% of peak", "comm frac", "comm imbalance",
@@ -103,7 +104,7 @@ def interval_source(c: ClaimVerdict) -> str:
     """Where the interval came from, in a few words: '95% paired t-interval over 5 shared seeds'."""
     if not c.interval_method:
         return ""
-    level = f"{c.confidence:.0%} " if c.confidence else ""
+    level = f"{level_text(c.confidence)} " if c.confidence else ""
     return level + c.interval_method
 
 
