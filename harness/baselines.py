@@ -39,9 +39,7 @@ def evidence(metrics: dict[str, Any], samples: dict[str, list[Any]],
             values = [as_number(metrics.get(key))]
         if values[0] is None:
             continue
-        if source == "exact":
-            values = values[-1:]
-        elif source == "seeds":   # per-seed figure reported once per repeat: one replicate
+        if source != "repeats":   # exact, or a per-seed figure reported once per repeat: one value
             values = values[-1:]
         out[key] = Arm(tuple(values), source)  # type: ignore[arg-type]
     return out

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 import operator
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from harness.intervals import (DEFAULT_CONFIDENCE, Arm, Interval, decide, difference_interval, level_text,
-                               mean_interval, ratio_interval)
+from harness.intervals import (DEFAULT_CONFIDENCE, Arm, Interval, difference_interval, level_text, mean_interval,
+                               ratio_interval)
 
 Status = Literal["pass", "fail", "inconclusive", "not_evaluated", "not_applicable"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated", "not_applicable")
@@ -57,6 +58,19 @@ def transformed_interval(transform: str | None, case: Arm, base: Arm | None,
     if transform == "reduction" and ratio is not None:
         return ratio.mapped(lambda r: 1.0 - r, decreasing=True)
     return ratio
+
+
+def decide(interval: Interval, comparison: str, threshold: float) -> Status:
+    """``pass`` when the whole interval satisfies ``comparison threshold``, ``fail`` when the
+    whole interval violates it, ``inconclusive`` otherwise (for ``==``: the interval is the
+    threshold itself, or leaves it out)."""
+    lo, hi = interval.low, interval.high
+    if comparison == "==":
+        return "pass" if lo == hi == threshold else "fail" if not lo <= threshold <= hi else "inconclusive"
+    holds = COMPARISONS[comparison]
+    if holds(lo, threshold) and holds(hi, threshold):
+        return "pass"
+    return "fail" if not (holds(lo, threshold) or holds(hi, threshold)) else "inconclusive"
 
 
 def as_arm(value: Any) -> Arm | None:
@@ -222,7 +236,7 @@ def judge_arms(verdict: ClaimVerdict, case: Arm, base: Arm | None, confidence: f
                   evidence=_evidence_json(case, base), standard_error=None)
     if interval is None:
         thin = [arm for arm in (case, base) if arm is not None and not arm.exact and arm.n < 2]
-        sides = " and ".join(("the baseline's " if arm is base and base is not case else "")
+        sides = " and ".join(("the baseline's " if arm is base else "")
                              + ("one seed" if arm.source == "seeds" else "one repeat") for arm in thin)
         out.status, out.interval, out.paired = "inconclusive", None, None
         out.interval_method = f"none ({sides or 'no usable spread'})"
@@ -233,17 +247,12 @@ def judge_arms(verdict: ClaimVerdict, case: Arm, base: Arm | None, confidence: f
     out.interval = [_bound(interval.low), _bound(interval.high)]
     out.interval_method, out.paired = interval.method, interval.paired
     if base is None and not case.exact and case.n >= 2:
-        out.standard_error = float(_sd(case.values) / math.sqrt(case.n))
-    out.status = decide(interval, verdict.comparison, verdict.threshold)  # type: ignore[assignment]
+        out.standard_error = statistics.stdev(case.values) / math.sqrt(case.n)
+    out.status = decide(interval, verdict.comparison, verdict.threshold)
     out.reason = ("" if out.status != "inconclusive" else
                   f"the {level_text(confidence)} interval straddles the threshold {verdict.threshold:g}: "
                   "more replicates could decide it (--until-decided)")
     return out
-
-
-def _sd(values: tuple[float, ...]) -> float:
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
 def _bound(x: float) -> float | None:

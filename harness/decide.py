@@ -18,7 +18,7 @@ import dataclasses
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UsageError
@@ -60,7 +60,6 @@ class Budget:
     seconds: float = DEFAULT_BUDGET_S
     confidence: float = 0.95          # the nominal level asked for
     spent_s: float = 0.0
-    started: float = field(default_factory=time.monotonic)
 
     @property
     def left_s(self) -> float:
@@ -89,8 +88,9 @@ def merge_round(record: Record, extra: Record, unstable_cov: float) -> None:
     for key in {*record.metric_samples, *extra.metric_samples}:
         record.metric_samples[key] = record.metric_samples.get(key, []) + extra.metric_samples.get(key, [])
     for key, by_id in extra.replicates.items():
-        record.replicates.setdefault(key, {}).update({k: v for k, v in by_id.items()
-                                                       if k not in record.replicates.get(key, {})})
+        kept = record.replicates.setdefault(key, {})
+        for rid, value in by_id.items():
+            kept.setdefault(rid, value)   # a seed the first round reported stays its replicate
     record.metrics = extra.metrics
     record.stats = Stats(**summarize(record.samples, unstable_cov))
     record.protocol.repeats = len(record.samples)

@@ -21,7 +21,9 @@ samples could have detected (:func:`detectable_ratio`).
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -77,21 +79,20 @@ class Interval:
         return Interval(f(self.estimate), lo, hi, self.method, self.confidence, self.n, self.baseline_n, self.paired)
 
 
-def _t_interval(result, confidence: float) -> tuple[float, float]:
-    """The confidence interval of a scipy t-test result, without scipy's warning about nearly
-    equal data (the interval is then correctly narrow; the warning is noise in a run's output)."""
-    import warnings
+@contextlib.contextmanager
+def _quiet(category: type[Warning] = RuntimeWarning):
+    """scipy's warnings off: about nearly equal data (the interval is then correctly narrow) or a
+    degenerate bootstrap (handled by the caller); in a run's output they are noise."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        ci = result.confidence_interval(confidence)
+        warnings.simplefilter("ignore", category)
+        yield
+
+
+def _t_ci(test, confidence: float, *args, **kwargs) -> tuple[float, float]:
+    """The confidence interval of the scipy t-test ``test(*args, **kwargs)``."""
+    with _quiet():
+        ci = test(*args, **kwargs).confidence_interval(confidence)
     return float(ci.low), float(ci.high)
-
-
-def _ttest(fn, *args, **kwargs):
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return fn(*args, **kwargs)
 
 
 def _t(confidence: float, df: float) -> float:
@@ -112,7 +113,7 @@ def mean_interval(arm: Arm, confidence: float = DEFAULT_CONFIDENCE) -> Interval 
     if np.ptp(x) == 0:
         return Interval(m, m, m, what + " (all equal)", confidence, arm.n)
     from scipy import stats
-    low, high = _t_interval(_ttest(stats.ttest_1samp, x, 0.0), confidence)
+    low, high = _t_ci(stats.ttest_1samp, confidence, x, 0.0)
     return Interval(m, low, high, what, confidence, arm.n)
 
 
@@ -134,14 +135,14 @@ def difference_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) 
     est = a.mean - b.mean
     if a.exact and b.exact:
         return Interval(est, est, est, "exact (both arms deterministic)", confidence, a.n, b.n)
-    if paired_ids(a, b) and a.n >= 2:
+    if paired_ids(a, b) and a.n >= 2:   # the one-arm interval of the per-seed differences
         x, y = _aligned(a, b)
-        d = x - y
+        d = mean_interval(Arm(tuple(x - y)), confidence)
+        assert d is not None
         what = f"paired t-interval over {a.n} shared seeds"
-        if np.ptp(d) == 0:
+        if d.low == d.high:
             return Interval(est, est, est, what + " (all differences equal)", confidence, a.n, b.n, True)
-        low, high = _t_interval(_ttest(stats.ttest_1samp, d, 0.0), confidence)
-        return Interval(est, low, high, what, confidence, a.n, b.n, True)
+        return Interval(est, d.low, d.high, what, confidence, a.n, b.n, True)
     if b.exact or a.exact:   # one side is a constant: a one-sample interval on the other, shifted
         noisy, sign = (a, 1.0) if b.exact else (b, -1.0)
         one = mean_interval(noisy, confidence)
@@ -156,7 +157,7 @@ def difference_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) 
     what = f"Welch t-interval ({a.n} vs {b.n} {a.source}, unpaired)"
     if np.ptp(x) == 0 and np.ptp(y) == 0:
         return Interval(est, est, est, what + " (no spread)", confidence, a.n, b.n, False)
-    low, high = _t_interval(_ttest(stats.ttest_ind, x, y, equal_var=False), confidence)
+    low, high = _t_ci(stats.ttest_ind, confidence, x, y, equal_var=False)
     return Interval(est, low, high, what, confidence, a.n, b.n, False)
 
 
@@ -203,25 +204,7 @@ def ratio_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) -> In
     return Interval(est, lo, hi, method, confidence, a.n, b.n, paired)
 
 
-# -- verdicts from intervals ------------------------------------------------------------------------
-
-def decide(interval: Interval, comparison: str, threshold: float) -> str:
-    """``pass`` when the whole interval satisfies ``comparison threshold``, ``fail`` when the
-    whole interval violates it, ``inconclusive`` otherwise."""
-    lo, hi = interval.low, interval.high
-    if comparison in (">=", ">"):
-        holds = lo >= threshold if comparison == ">=" else lo > threshold
-        broken = hi < threshold if comparison == ">=" else hi <= threshold
-    elif comparison in ("<=", "<"):
-        holds = hi <= threshold if comparison == "<=" else hi < threshold
-        broken = lo > threshold if comparison == "<=" else lo >= threshold
-    elif comparison == "==":
-        holds = lo == hi == threshold
-        broken = threshold < lo or threshold > hi
-    else:
-        raise ValueError(f"unknown comparison {comparison!r}")
-    return "pass" if holds else "fail" if broken else "inconclusive"
-
+# -- levels ----------------------------------------------------------------------------------------
 
 def level_text(confidence: float) -> str:
     """A level as people write it: 95%, 98.3%, 99.9%."""
@@ -250,9 +233,7 @@ def ratio_of_medians(new: Sequence[float], old: Sequence[float], confidence: flo
         return np.median(a, axis=axis) / np.median(b, axis=axis)
 
     for method in ("BCa", "percentile"):
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with _quiet(Warning):
             res = stats.bootstrap((x, y), stat, confidence_level=confidence, method=method,
                                   n_resamples=2000, random_state=np.random.default_rng(seed), vectorized=True)
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)

@@ -1,6 +1,7 @@
 """Helpers shared by the verbs: the console, the registry with its problems, this machine."""
 from __future__ import annotations
 
+import argparse
 import functools
 from typing import Any
 
@@ -68,8 +69,7 @@ def warn_problems(problems: list[Problem]) -> None:
 
 
 def confidence_level(text: str) -> float:
-    """``--confidence``: a two-sided level, 0.95 or 95 (per cent), strictly between 0 and 1."""
-    import argparse
+    """``--confidence``: a two-sided level, 0.95 or 95 (per cent), from 0.5 up to (not including) 1."""
     try:
         value = float(text)
     except ValueError:

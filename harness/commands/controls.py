@@ -8,11 +8,11 @@ import uuid
 from rich.markup import escape
 
 from harness.claims import ControlOutcome
-from harness.commands.common import console, err_console, machine, registry, table, warn_problems
-from harness.commands.run import add_confidence_option, check_protocol_options
+from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table,
+                                     warn_problems)
+from harness.commands.run import check_protocol_options, decision_budget
 from harness.controls import cases_in_order, judge, plan_controls
-from harness.decide import DEFAULT_BUDGET_S, Budget, parse_duration, until_decided
-from harness.errors import UsageError
+from harness.decide import DEFAULT_BUDGET_S, until_decided
 from harness.intervals import level_text
 from harness.execute import Session, execute
 from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out
@@ -73,10 +73,7 @@ CONTROL_MAX_REPEATS = 12
 
 def main(args: argparse.Namespace) -> int:
     check_protocol_options(args)
-    if args.max_repeats < 1:
-        raise UsageError(f"--max-repeats {args.max_repeats}: must be 1 or more")
-    budget = Budget(max_repeats=args.max_repeats, confidence=args.confidence,
-                    seconds=parse_duration(args.budget) if args.budget is not None else DEFAULT_BUDGET_S)
+    budget = decision_budget(args)
     reg = registry()
     warn_problems(reg.problems)
     names = sorted(reg.workloads) if not args.workload else [n.strip() for n in args.workload.split(",") if n.strip()]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.claims import ClaimVerdict, summarize_claims
+from harness.claims import ClaimVerdict, claim_counts, rejudge, summarize_claims
 from harness.intervals import level_text
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
@@ -150,12 +150,8 @@ def swept_text(swept: dict[str, Any]) -> str:
 
 def claim_tally(df: pd.DataFrame) -> str:
     """'12 pass, 3 FAIL, 4 inconclusive; 20 not applicable' over the ok, non-control cases."""
-    counts = {s: 0 for s in VERDICT_TEXT}
-    if not df.empty:
-        for r in df.itertuples(index=False):
-            if r.status == "ok" and not r.control:
-                for c in verdicts(r.claims):
-                    counts[c.status] += 1
+    counts = claim_counts(c for r in df.itertuples(index=False) if r.status == "ok" and not r.control
+                          for c in verdicts(r.claims))
     shown = ", ".join(f"{counts[s]} {VERDICT_TEXT[s]}" for s in ("pass", "fail", "inconclusive", "not_evaluated")
                       if counts[s])
     skipped = f"{counts['not_applicable']} not applicable (not listed)" if counts["not_applicable"] else ""
@@ -167,7 +163,6 @@ def rejudged(df: pd.DataFrame, confidence: float | None) -> pd.DataFrame:
     keeps (verdicts of older records, without them, stay as they were); None: unchanged."""
     if confidence is None or df.empty:
         return df
-    from harness.claims import rejudge
     out = df.copy()
     out["claims"] = [[rejudge(c, confidence).to_json() for c in verdicts(claims)] for claims in df["claims"]]
     return out
