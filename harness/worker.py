@@ -156,7 +156,8 @@ def run_case(spec: WorkerSpec) -> None:
     metric_samples: dict[str, list[Any]] = {}
     replicates: dict[str, dict[str, list[float]]] = {}   # metric -> id -> values over repeats
     cpu0 = 0.0
-    meter, energy = energy_meter() if rank == 0 else (None, {})
+    on_device = backend is not None and backend.asynchronous   # a GPU backend: its energy counts
+    meter, energy = energy_meter(gpus_used=on_device) if rank == 0 else (None, {})
     for i in range(warmup + repeats):
         measured = i >= warmup
         if world is not None:

@@ -30,29 +30,47 @@ def test_without_counters_the_record_says_energy_is_not_measurable(harness_cli, 
     (rec,) = read_jsonl(tmp_path / "results.jsonl")
     energy = rec["resources"]["energy"]
     assert energy["method"] is None and energy["median_j"] is None
-    assert energy["reason"].startswith("energy: not measurable here (no RAPL powercap") and "NVML" in energy["reason"]
+    assert energy["reason"].startswith("energy: not measurable here (no RAPL powercap")
+    assert "GPUs not read: the case runs on none" in energy["reason"]   # no backend: a CPU case
     report = harness_cli("report", str(tmp_path))
     assert "energy: not measurable here" in report.stdout
 
 
-def test_fake_nvml_gives_energy_per_case_and_the_gpu_in_the_fingerprint(harness_cli, tmp_path) -> None:
+def test_fake_nvml_gives_the_gpu_in_the_fingerprint_but_no_energy_to_a_cpu_case(harness_cli, tmp_path) -> None:
     env = {"PYTHONPATH": f"{FAKE_NVML}:{harness_cli.env()['PYTHONPATH']}", "FAKE_NVML_WATTS": "400"}
     r = harness_cli("run", "--workload", "fault_slow", "--param", "seconds=0.2", "--repeats", "3",
                     "--warmup", "0", "--out", str(tmp_path), env=env)
     assert r.returncode == 0, r.stderr
     (rec,) = read_jsonl(tmp_path / "results.jsonl")
     energy = rec["resources"]["energy"]
-    assert "NVML total-energy counter of 1 GPU" in energy["method"] and "rank 0" in energy["method"]
-    joules = energy["per_counter"]["nvml:gpu0"]
-    assert len(joules) == 3
-    for j, seconds in zip(joules, rec["samples"]):
-        assert j == pytest.approx(400 * seconds, rel=0.1, abs=1.0)   # 400 W for the repeat's length
+    assert energy["method"] is None and "GPUs not read: the case runs on none" in energy["reason"]
     (gpu,) = rec["hardware"]["gpus"]
     assert gpu["name"] == "NVIDIA H200" and gpu["source"] == "nvml" and gpu["power_limit_w"] == 700
     assert gpu["cuda_driver"] == "13.0" and gpu["memory"] == "143771 MiB"
     assert rec["profile"]["name"] == "h200-sxm"
-    report = harness_cli("report", str(tmp_path), env=env)
-    assert " J" in report.stdout and "not measurable" not in report.stdout
+
+
+def test_fake_nvml_energy_is_watts_times_the_repeat(tmp_path, monkeypatch) -> None:
+    """The NVML path a GPU case takes (run end to end on an H200: tests/fixtures/records/gpu-node)."""
+    import importlib.util
+    import sys
+    import time
+
+    monkeypatch.setenv("FAKE_NVML_WATTS", "400")
+    spec = importlib.util.spec_from_file_location("pynvml", FAKE_NVML / "pynvml.py")
+    fake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)   # taken out again after the test
+    meter, why = energy_meter(tmp_path / "no-powercap")
+    assert meter is not None, why
+    assert "NVML total-energy counter of 1 GPU" in meter.method and "rank 0" in meter.method
+    for seconds in (0.1, 0.3):
+        t0 = time.perf_counter()
+        meter.start()
+        time.sleep(seconds)
+        meter.stop()
+        elapsed = time.perf_counter() - t0
+        assert meter.per_counter["nvml:gpu0"][-1] == pytest.approx(400 * elapsed, rel=0.2, abs=5.0)
 
 
 def test_rapl_counters_read_joules_and_survive_a_wrap(tmp_path) -> None:
@@ -88,6 +106,18 @@ def test_energy_meter_states_why_it_is_absent(tmp_path) -> None:
         pytest.skip("this machine has NVML")
     meter, why = energy_meter(tmp_path / "no-powercap")
     assert meter is None and why["method"] is None and "no RAPL powercap" in why["reason"]
+
+
+def test_a_case_on_no_gpu_is_not_charged_the_gpus_energy(tmp_path, monkeypatch) -> None:
+    """On a GPU node a CPU case would read the idle GPUs' counters (8 J per repeat of psgd_svm on
+    an H200 node): they are left out, and the record says why."""
+    import harness.protocol.energy as energy
+
+    monkeypatch.setattr(energy, "nvml_counters", lambda: ([Counter("nvml:gpu0", lambda: 1.0)], ""))
+    with_gpu, _ = energy_meter(tmp_path / "no-powercap")
+    assert with_gpu is not None and "NVML" in with_gpu.method
+    meter, why = energy_meter(tmp_path / "no-powercap", gpus_used=False)
+    assert meter is None and "the case runs on none" in why["reason"]
 
 
 def test_the_cuda_backend_refuses_cleanly_without_a_gpu(harness_cli, tmp_path) -> None:

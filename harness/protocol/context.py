@@ -55,6 +55,12 @@ class RunContext:
         return self.rank == 0
 
     @property
+    def device(self) -> str:
+        """Where a torch workload puts its model and batches: ``"cuda"`` under the cuda backend
+        (which then verifies that memory was allocated there), else ``"cpu"``."""
+        return "cuda" if self.backend == "cuda" else "cpu"
+
+    @property
     def blas(self) -> Any | None:
         """The requested backend's direct BLAS binding (``gemm(a, b, c)``), or None."""
         return self.backend_impl.blas() if self.backend_impl is not None else None

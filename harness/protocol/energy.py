@@ -4,7 +4,9 @@ Sources: NVML's total-energy counter of each NVIDIA GPU (Volta and newer; millij
 driver loaded; the ``pynvml`` module of the maintained ``nvidia-ml-py`` binding) and RAPL package
 counters under ``/sys/class/powercap`` on CPUs that expose them (microjoules, wrapping at
 ``max_energy_range_uj``). Nothing is estimated: where neither exists the record says so.
-Energy is node-level, so rank 0 reads it for its own node; the method string says that.
+Energy is node-level, so rank 0 reads it for its own node; the method string says that. GPU
+counters are read only for a case that runs on a device backend (cuda): a CPU case on a GPU node
+would otherwise be charged its idle GPUs' energy.
 Phases are not split: RAPL updates about every millisecond but NVML's counter only every few
 tens of milliseconds, coarser than most phases.
 """
@@ -102,9 +104,13 @@ class EnergyMeter:
         return {"method": self.method, "joules_per_repeat": per_repeat, "per_counter": self.per_counter}
 
 
-def energy_meter(powercap: pathlib.Path = POWERCAP) -> tuple[EnergyMeter | None, dict[str, Any]]:
-    """(meter, {}) where some counter exists, else (None, {"method": None, "reason": ...})."""
-    gpus, gpu_why = nvml_counters()
+def energy_meter(powercap: pathlib.Path = POWERCAP, gpus_used: bool = True) -> tuple[EnergyMeter | None, dict[str, Any]]:
+    """(meter, {}) where some counter exists, else (None, {"method": None, "reason": ...}).
+    ``gpus_used`` False (the case runs on no GPU): the GPUs' counters are left out."""
+    if gpus_used:
+        gpus, gpu_why = nvml_counters()
+    else:
+        gpus, gpu_why = [], "GPUs not read: the case runs on none"
     cpus, cpu_why = rapl_counters(powercap)
     if not gpus and not cpus:
         return None, {"method": None, "reason": f"energy: not measurable here ({cpu_why}, {gpu_why})"}

@@ -66,8 +66,17 @@ def energy_text(joules: Any, seconds: Any, throughput: Any, unit: str) -> str:
         return ""
     text = f"{joules:.4g} J"
     if _num(seconds) and _num(throughput) and seconds > 0 and throughput > 0 and "/" in (unit or ""):
-        text += f" ({joules / seconds / throughput:.3g} J/{unit.split('/')[0].rstrip('s')})"
+        text += f" ({joules / seconds / throughput:.3g} J/{singular(unit.split('/')[0])})"
     return text
+
+
+def singular(noun: str) -> str:
+    """'boxes' -> 'box', 'samples' -> 'sample', 'images' -> 'image': the unit of one item of work."""
+    if len(noun) <= 2:
+        return noun
+    if noun.endswith(("xes", "ches", "shes", "sses")):
+        return noun[:-2]
+    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
 
 
 def energy_note(df: pd.DataFrame) -> str:

@@ -1,6 +1,7 @@
 """CUDA: NVIDIA GPUs driven by torch (cuBLAS/cuDNN) or TensorFlow."""
 from __future__ import annotations
 
+import ctypes
 import glob
 import importlib.util
 import os
@@ -9,6 +10,29 @@ import sys
 
 from harness import Backend, Verification
 from harness_plugins.backends import evidence
+
+
+def cublas_version() -> dict[str, str] | None:
+    """The cuBLAS this process loaded: its file (from /proc/self/maps) and the version the library
+    itself reports (cublasGetProperty: major, minor, patch), or None when none is mapped."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({ln.split()[-1] for ln in f if "libcublas.so" in ln and "/" in ln})
+    except OSError:
+        return None
+    if not paths:
+        return None
+    try:
+        lib = ctypes.CDLL(paths[0])
+        parts = []
+        for prop in (0, 1, 2):   # MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+            value = ctypes.c_int()
+            if lib.cublasGetProperty(prop, ctypes.byref(value)) != 0:
+                raise OSError(f"cublasGetProperty({prop}) failed")
+            parts.append(str(value.value))
+        return {"file": paths[0], "version": ".".join(parts)}
+    except (OSError, AttributeError) as exc:
+        return {"file": paths[0], "version": f"unknown ({exc})"}
 
 
 class CudaBackend(Backend):
@@ -49,6 +73,7 @@ class CudaBackend(Backend):
         ev["cuda"] = {"torch_cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
                       "device": torch.cuda.get_device_name(0), "capability": list(torch.cuda.get_device_capability(0)),
                       "max_memory_allocated": int(torch.cuda.max_memory_allocated()),
+                      "cublas": cublas_version(),
                       "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32)}
         if ev["cuda"]["max_memory_allocated"] <= 0:
             return Verification(ok=False, evidence=ev, reason="torch allocated nothing on the GPU: the workload's "

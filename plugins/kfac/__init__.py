@@ -140,7 +140,7 @@ class Kfac(Workload):
         runs = by_lr[best]
         agree = True
         if ctx.nranks > 1:  # evaluation only, unprofiled: every rank must hold the same models
-            digest = zlib.crc32(b"".join(q.detach().numpy().tobytes() for r in runs for q in r["model"].parameters()))
+            digest = zlib.crc32(b"".join(q.detach().cpu().numpy().tobytes() for r in runs for q in r["model"].parameters()))
             agree = len(set(ctx.comm.raw.allgather(digest))) == 1
         steps = runs[0]["steps"]
         tests = np.array([r["test"] for r in runs])

@@ -55,7 +55,7 @@ class KFAC:
         out = []
         for layer in self.layers:
             a = self._a[layer]
-            a = torch.cat([a, torch.ones(len(a), 1, dtype=a.dtype)], dim=1)
+            a = torch.cat([a, torch.ones(len(a), 1, dtype=a.dtype, device=a.device)], dim=1)
             g = self._g[layer] * len(a)  # per-sample gradients of a mean loss
             out += [a.T @ a / len(a), g.T @ g / len(g)]
         return out
@@ -76,8 +76,8 @@ class KFAC:
             for layer in self.layers:
                 A, G = self.A[layer], self.G[layer]
                 pi = ((torch.trace(A) / A.shape[0]) / (torch.trace(G) / G.shape[0]).clamp_min(1e-12)).clamp_min(1e-12) ** 0.5
-                self.A_inv[layer] = torch.linalg.inv(A + pi * root * torch.eye(A.shape[0], dtype=A.dtype))
-                self.G_inv[layer] = torch.linalg.inv(G + root / pi * torch.eye(G.shape[0], dtype=G.dtype))
+                self.A_inv[layer] = torch.linalg.inv(A + pi * root * torch.eye(A.shape[0], dtype=A.dtype, device=A.device))
+                self.G_inv[layer] = torch.linalg.inv(G + root / pi * torch.eye(G.shape[0], dtype=G.dtype, device=G.device))
         self.steps += 1
 
     def precondition(self, lr: float) -> None:

@@ -9,16 +9,16 @@ from typing import Any
 import numpy as np
 
 
-def mlp(seed: int, hidden: int = 128):
+def mlp(seed: int, hidden: int = 128, device: str = "cpu"):
     import torch
 
-    torch.manual_seed(seed)
+    torch.manual_seed(seed)   # initialised on the CPU, then moved: the same weights on every device
     return torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden),
-                               torch.nn.ReLU(), torch.nn.Linear(hidden, 10))
+                               torch.nn.ReLU(), torch.nn.Linear(hidden, 10)).to(device)
 
 
 def _flat(tensors: list[Any]) -> np.ndarray:
-    return np.concatenate([t.detach().numpy().ravel() for t in tensors]).astype(np.float64)
+    return np.concatenate([t.detach().cpu().numpy().ravel() for t in tensors]).astype(np.float64)
 
 
 def _unflat(buf: np.ndarray, like: list[Any]) -> list[Any]:
@@ -27,20 +27,22 @@ def _unflat(buf: np.ndarray, like: list[Any]) -> list[Any]:
     out, i = [], 0
     for t in like:
         n = t.numel()
-        out.append(torch.from_numpy(buf[i:i + n].reshape(t.shape)).to(t.dtype))
+        out.append(torch.from_numpy(buf[i:i + n].reshape(t.shape)).to(dtype=t.dtype, device=t.device))
         i += n
     return out
 
 
 def smoothout(model, a: float, gen) -> list[Any]:
     """Perturb every weight by U(-a, a) times its layer's weight std (SmoothOut, Wen et al. 2018,
-    scaled per layer); returns the noise so that it can be taken off after the backward pass."""
+    scaled per layer); returns the noise so that it can be taken off after the backward pass.
+    ``gen`` is a CPU generator: the same noise whatever the model's device."""
     import torch
 
     noise = []
     with torch.no_grad():
         for p in model.parameters():
-            n = (torch.rand(p.shape, generator=gen) * 2 - 1) * a * (p.std() if p.numel() > 1 else 1.0)
+            u = torch.rand(p.shape, generator=gen).to(p.device)
+            n = (u * 2 - 1) * a * (p.std() if p.numel() > 1 else 1.0)
             p.add_(n)
             noise.append(n)
     return noise
@@ -71,13 +73,13 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
 
     from harness_plugins.kfac.kfac import KFAC
 
-    model = mlp(seed)
+    model = mlp(seed, device=ctx.device)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=cfg["weight_decay"])
     kfac = KFAC(model, damping=cfg["damping"]) if cfg["optimizer"] == "kfac" else None
     loss_fn = torch.nn.CrossEntropyLoss()
     rng = np.random.default_rng(seed)             # the same on every rank: the same global batches
     gen = torch.Generator().manual_seed(seed + 1)  # the same smoothing noise on every rank
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    xt, yt = torch.from_numpy(x).to(ctx.device), torch.from_numpy(y).to(ctx.device)
     batch = min(cfg["batch"], len(x))
     per_rank = max(1, batch // ctx.nranks)
     params = list(model.parameters())
@@ -86,13 +88,14 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
     stream = batches(len(x), batch, rng)
     t0 = time.perf_counter()
     for _ in range(steps):
-        idx = next(stream)[ctx.rank * per_rank:(ctx.rank + 1) * per_rank]
+        idx = torch.from_numpy(next(stream)[ctx.rank * per_rank:(ctx.rank + 1) * per_rank]).to(ctx.device)
         noise = smoothout(model, cfg["smooth_a"], gen) if cfg["smoothing"] == "smoothout" else None
         with ctx.phase("forward_backward"):
             opt.zero_grad()
             logits = model(xt[idx])
             if true_fisher:   # g from labels sampled from the model's own predictive distribution
-                sampled = torch.multinomial(torch.softmax(logits.detach(), 1), 1, generator=gen)[:, 0]
+                probs = torch.softmax(logits.detach(), 1).cpu()   # sampled with the CPU generator
+                sampled = torch.multinomial(probs, 1, generator=gen)[:, 0].to(logits.device)
                 loss_fn(logits, sampled).backward(retain_graph=True)
                 opt.zero_grad()
                 kfac.capture = False
@@ -126,9 +129,10 @@ def accuracy(model, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     import torch
 
     model.eval()
+    device = next(model.parameters()).device
     with torch.no_grad():
-        logits = model(torch.from_numpy(x))
-        loss = float(torch.nn.functional.cross_entropy(logits, torch.from_numpy(y)))
-        acc = float((logits.argmax(1).numpy() == y).mean())
+        logits = model(torch.from_numpy(x).to(device))
+        loss = float(torch.nn.functional.cross_entropy(logits, torch.from_numpy(y).to(device)))
+        acc = float((logits.argmax(1).cpu().numpy() == y).mean())
     model.train()
     return acc, loss
