@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import json
 import math
 import os
 import pathlib
-from collections.abc import Iterable
+import re
+import stat
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from harness.errors import UsageError
@@ -35,19 +38,91 @@ def finite_json(value: Any, where: str, replaced: list[str]) -> Any:
     return value
 
 
-def append_record(path: pathlib.Path, record: Record) -> None:
-    """Validate ``record`` and append it as one line of ``path``: all of the line or nothing.
+MAX_LINE_BYTES = 64 * 1024 * 1024   # no record comes near this; a longer line is not one
+MAX_DEPTH = 64                       # records nest a handful of levels
+MAX_TEXT_CHARS = 1024 * 1024         # one string of a record (a metric, the stderr tail)
+MAX_REASON_CHARS = 16 * 1024         # a record's reason (an exception message, say)
 
-    Non-finite numbers are stored as null and named in the record's reason, so a NaN metric
-    never costs the record. A write that fails part-way (a full disk, a file size limit) is cut
-    back to the file's previous length and raised as a UsageError naming the file."""
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` kept whole up to ``limit`` characters, else its head and a note of what was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" ... [cut: {len(text) - limit} more characters]"
+
+
+def bounded_json(value: Any, where: str, cut: list[str]) -> Any:
+    """``value`` with every string longer than MAX_TEXT_CHARS cut (their paths added to ``cut``)."""
+    if isinstance(value, str):
+        if len(value) > MAX_TEXT_CHARS:
+            cut.append(where)
+            return cut_text(value, MAX_TEXT_CHARS)
+        return value
+    if isinstance(value, dict):
+        return {k: bounded_json(v, f"{where}.{k}" if where else str(k), cut) for k, v in value.items()}
+    if isinstance(value, list):
+        return [bounded_json(v, f"{where}[{i}]", cut) for i, v in enumerate(value)]
+    return value
+
+
+def _add_reason(as_json: dict[str, Any], note: str) -> None:
+    as_json["reason"] = f"{as_json['reason']}; {note}" if as_json.get("reason") else note
+
+
+def regular_or_absent(path: pathlib.Path, what: str = "results file") -> None:
+    """Refuse anything at a results path but a regular file (or nothing): a FIFO would hang the
+    harness, /dev/null would swallow records, /dev/full would fail every write, a folder cannot be
+    read as one."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot use this {what} ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file")
+        via = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+        raise UsageError(f"{path}: is {kind}{via}, not a regular {what}: remove or rename it, "
+                         "or choose another --out")
+
+
+def record_line(record: Record) -> bytes:
+    """The record as one validated JSON line, within the limits readers apply: non-finite numbers
+    stored as null, over-long strings cut, both named in the reason; a record still over
+    MAX_LINE_BYTES keeps its timings but loses its metrics and fails, saying why."""
     replaced: list[str] = []
     as_json = finite_json(record.to_json(), "", replaced)
     if replaced:
-        note = f"non-finite values stored as null: {', '.join(replaced[:8])}{' ...' if len(replaced) > 8 else ''}"
-        as_json["reason"] = f"{as_json['reason']}; {note}" if as_json.get("reason") else note
+        _add_reason(as_json, f"non-finite values stored as null: {', '.join(replaced[:8])}"
+                             f"{' ...' if len(replaced) > 8 else ''}")
+    cut: list[str] = []
+    as_json["reason"] = cut_text(as_json.get("reason") or "", MAX_REASON_CHARS)
+    as_json = bounded_json(as_json, "", cut)
+    if cut:
+        _add_reason(as_json, f"values over {MAX_TEXT_CHARS // 1024} KiB cut: {', '.join(cut[:8])}"
+                             f"{' ...' if len(cut) > 8 else ''}")
     validate(as_json)
     data = (json.dumps(as_json, separators=(",", ":"), allow_nan=False) + "\n").encode()
+    if len(data) > MAX_LINE_BYTES:
+        size = len(data)
+        as_json.update(metrics={}, metric_samples={}, replicates={}, claims=[], status="failed")
+        _add_reason(as_json, f"the record was {size / 2**20:.0f} MiB, over the {MAX_LINE_BYTES // 2**20} MiB "
+                             "a reader accepts: its metrics were dropped (return fewer or smaller metrics)")
+        validate(as_json)
+        data = (json.dumps(as_json, separators=(",", ":"), allow_nan=False) + "\n").encode()
+    return data
+
+
+def append_record(path: pathlib.Path, record: Record) -> None:
+    """Validate ``record`` and append it as one line of ``path``: all of the line or nothing.
+
+    The line is bounded as :func:`record_line` says, so no reader refuses what the harness
+    wrote. A write that fails part-way (a full disk, a file size limit) is cut back to the file's
+    previous length and raised as a UsageError naming the file."""
+    data = record_line(record)
+    regular_or_absent(path)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
@@ -65,7 +140,10 @@ def append_record(path: pathlib.Path, record: Record) -> None:
         try:
             _write_all(fd, data)
         except OSError as exc:
-            os.ftruncate(fd, size)
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass    # nothing to roll back on a file that cannot be truncated
             raise UsageError(f"{path}: could not append the record of {record.case_id} ({exc.strerror}); "
                              "the file is as it was before; free space (or raise the file size limit) "
                              "and rerun with --resume") from None
@@ -95,14 +173,18 @@ def parse_record(data: Any) -> tuple[Record | None, str]:
     return Record.from_json(upgrade(data)), ""
 
 
-MAX_LINE_BYTES = 64 * 1024 * 1024   # no record comes near this; a longer line is not one
-MAX_DEPTH = 64                       # records nest a handful of levels
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def _too_deep(data: Any) -> bool:
-    """True when the parsed line's lists and objects nest deeper than MAX_DEPTH (a walk over its
-    containers, not its characters; a line nested beyond the parser's own limit is a
-    RecursionError, caught by the caller)."""
+def _too_deep(line: str, data: Any) -> bool:
+    """True when the parsed line's lists and objects nest deeper than MAX_DEPTH. The brackets of
+    the text give an upper bound in C-speed steps (brackets inside strings only raise it); only a
+    line whose bound passes the limit gets the exact walk over its containers (a line nested
+    beyond the parser's own limit is a RecursionError, caught by the caller)."""
+    brackets = _NOT_BRACKET.sub("", line)
+    if len(brackets) <= 2 * MAX_DEPTH or max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, brackets))) <= MAX_DEPTH:
+        return False
     level = [data]                     # the values at depth 1, 2, ...
     for _ in range(MAX_DEPTH):
         level = [v for c in level if isinstance(c, (list, dict))
@@ -122,7 +204,7 @@ def parse_line(line: str) -> tuple[Record | None, str]:
         return None, f"nested deeper than {MAX_DEPTH} levels"
     except ValueError as exc:
         return None, f"not valid JSON ({getattr(exc, 'msg', str(exc))[:120]})"
-    if _too_deep(data):
+    if _too_deep(line, data):
         return None, f"nested deeper than {MAX_DEPTH} levels"
     try:
         return parse_record(data)
@@ -130,32 +212,60 @@ def parse_line(line: str) -> tuple[Record | None, str]:
         return None, f"cannot be read as a record ({type(exc).__name__}: {str(exc)[:120]})"
 
 
-def read_records(path: pathlib.Path) -> tuple[list[Record], list[str]]:
-    """Valid records of one JSONL file (version 1 upgraded to 2), and one 'file:line: problem'
-    string per bad line."""
-    records, problems = [], []
+def _lines(path: pathlib.Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a results file, one at a time; a line longer than MAX_LINE_BYTES is
+    given as its first MAX_LINE_BYTES + 1 characters (enough to refuse it), never held whole."""
+    regular_or_absent(path)
     with open(path, encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            record, problem = parse_line(line)
-            if record is None:
-                problems.append(f"{path}:{lineno}: {problem}; line skipped")
-                continue
-            records.append(record)
+        lineno = 0
+        while True:
+            line = f.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            lineno += 1
+            if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
+                while True:                       # skip the rest of the over-long line
+                    rest = f.readline(MAX_LINE_BYTES)
+                    if not rest or rest.endswith("\n"):
+                        break
+            yield lineno, line
+
+
+def iter_records(path: pathlib.Path, problems: list[str]) -> Iterator[Record]:
+    """The valid records of one JSONL file, one at a time (versions 1 and 2 upgraded); one
+    'file:line: problem' string per bad line is added to ``problems``. Readers stream through
+    this, so memory does not grow with the file."""
+    for lineno, line in _lines(path):
+        if not line.strip():
+            continue
+        record, problem = parse_line(line)
+        if record is None:
+            problems.append(f"{path}:{lineno}: {problem}; line skipped")
+            continue
+        yield record
+
+
+def read_records(path: pathlib.Path) -> tuple[list[Record], list[str]]:
+    """Valid records of one JSONL file, and one 'file:line: problem' string per bad line."""
+    problems: list[str] = []
+    records = list(iter_records(path, problems))
     return records, problems
 
 
 def results_files(paths: Iterable[str | pathlib.Path]) -> list[pathlib.Path]:
-    """Expand folders to their ``*.jsonl`` files; a missing path is a UsageError."""
+    """Expand folders to their ``*.jsonl`` files; a missing path, or one that is not a regular
+    file (a FIFO, a device, a folder named like a results file), is a UsageError naming it."""
     files: list[pathlib.Path] = []
     for p in map(pathlib.Path, paths):
         if p.is_dir():
             found = sorted(p.glob("*.jsonl"))
             if not found:
                 raise UsageError(f"{p}: no *.jsonl results files in this folder")
+            for f in found:
+                regular_or_absent(f)
             files.extend(found)
-        elif p.is_file():
+        elif p.exists():
+            regular_or_absent(p)
             files.append(p)
         else:
             raise UsageError(f"{p}: no such results file or folder")
@@ -164,9 +274,8 @@ def results_files(paths: Iterable[str | pathlib.Path]) -> list[pathlib.Path]:
 
 def load_records(paths: Iterable[str | pathlib.Path]) -> tuple[list[Record], list[str]]:
     """All valid records of the given files/folders, with the problems of the bad lines."""
-    records, problems = [], []
+    records: list[Record] = []
+    problems: list[str] = []
     for f in results_files(paths):
-        r, p = read_records(f)
-        records.extend(r)
-        problems.extend(p)
+        records.extend(iter_records(f, problems))
     return records, problems
