@@ -1,5 +1,6 @@
 """How the readers scale: `harness show`, `report` (md, html, csv) and `compare` over a results
-file of N records, each verb's wall time and peak memory (its own process's maximum RSS).
+file of N records, each verb's wall time and peak memory (the summed RSS of its process tree, the pool of
+parsing processes included, sampled every 250 ms).
 
     .venv/bin/python benchmarks/readers.py --records 100000 [--work DIR] [--keep]
 
@@ -23,13 +24,25 @@ SOURCES = [ROOT / "tests/fixtures/records/gpu-node/results.jsonl",
            ROOT / "tests/fixtures/records/cross-arch/x86_64/results.jsonl"]
 LIMIT_S, LIMIT_MIB = 60.0, 1024.0
 
-# Runs one command and prints its wall time and its peak RSS (the only child of this wrapper).
+# Runs one command and prints its wall time and the peak of its process tree's summed PSS (the
+# pool of parsing processes included; PSS splits the pages a fork shares), sampled every 250 ms.
 WRAPPER = """
-import resource, subprocess, sys, time
+import subprocess, sys, tempfile, time
+import psutil
+err = tempfile.TemporaryFile(mode="w+")
 t = time.perf_counter()
-r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-print(r.returncode, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
-sys.stderr.write(r.stderr[-2000:])
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=err, text=True)
+top, peak = psutil.Process(proc.pid), 0
+while proc.poll() is None:
+    try:
+        tree = [top] + top.children(recursive=True)
+        peak = max(peak, sum(p.memory_full_info().pss for p in tree if p.is_running()))
+    except psutil.Error:
+        pass
+    time.sleep(0.25)
+print(proc.returncode, time.perf_counter() - t, peak / 2**20)
+err.seek(0)
+sys.stderr.write(err.read()[-2000:])
 """
 
 
@@ -57,14 +70,16 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--work", help="folder for the generated files (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--reuse", action="store_true", help="use the files a --keep run left in --work")
     args = ap.parse_args()
     work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="harness-readers-"))
     work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     all_file, half_a, half_b = work / "all.jsonl", work / "a.jsonl", work / "b.jsonl"
-    write_records(all_file, args.records)
-    write_records(half_a, args.records // 2)
-    write_records(half_b, args.records - args.records // 2, offset=args.records // 2)
+    if not (args.reuse and all_file.exists() and half_a.exists() and half_b.exists()):
+        write_records(all_file, args.records)
+        write_records(half_a, args.records // 2)
+        write_records(half_b, args.records - args.records // 2, offset=args.records // 2)
     size = all_file.stat().st_size / 2**20
     print(f"{args.records} records, {size:.0f} MiB, written in {time.perf_counter() - t:.0f} s -> {work}")
     harness = [sys.executable, "-m", "harness"]

@@ -1,6 +1,9 @@
 """A hostile user's campaign against ``harness``: random kills and signals mid-run, and bad inputs
-through every entry point. Prints the counts issue 16 asks for (kills, bad inputs, tracebacks,
-torn lines, duplicates, leftover processes) and exits 1 if any count that must be zero is not.
+through every entry point, and the red team of issue 24 (plugins that exit, hang or flood at
+import, malformed workloads, metric values no reader could read, FIFOs and devices where results
+belong, controls under signals). Prints the counts (kills, bad inputs, probes, tracebacks, wrong
+exit codes, hangs, torn, lost or unreadable records, duplicates, leftover processes) and exits 1
+if any count that must be zero is not.
 
     .venv/bin/python benchmarks/robustness_campaign.py --kills 30 --seed 1
 
@@ -22,6 +25,7 @@ import tempfile
 import time
 
 from harness.launch.guard import descendants
+from harness.results.store import parse_line
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HARNESS = pathlib.Path(sys.executable).with_name("harness")
@@ -42,7 +46,8 @@ class Campaign:
         self.work = work
         self.counts = {"kills and signals": 0, "bad inputs": 0, "tracebacks": 0, "unexpected exit codes": 0,
                        "torn or unreadable lines": 0, "duplicate records after --resume": 0,
-                       "lost records": 0, "processes alive 2 s after the harness": 0, "injected lines": 0}
+                       "lost records": 0, "processes alive 2 s after the harness": 0, "injected lines": 0,
+                       "red-team probes": 0, "hangs": 0, "floods": 0, "lost or unreadable records": 0}
         self.failures: list[str] = []
 
     def harness(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -180,6 +185,96 @@ class Campaign:
             if ("<script>" in text and report.suffix != ".csv") or ",=HYPER" in text:
                 self._bad(f"{report}: markup or formula passed through", "injected lines")
 
+    # -- red team (issue 24): hostile plugins, hostile values, odd files --------------------
+    def _probe(self, args: list[str], ok_codes: tuple[int, ...], env: dict[str, str] | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess[str] | None:
+        self.counts["red-team probes"] += 1
+        try:
+            r = subprocess.run([str(HARNESS), *args], env=dict(self.env, **(env or {})), text=True,
+                               capture_output=True, timeout=timeout, cwd=self.work)
+        except subprocess.TimeoutExpired:
+            self._bad(f"{args}: hung for {timeout:g} s", "hangs")
+            return None
+        if "Traceback" in r.stdout or "Traceback" in r.stderr.split("plugin problem")[0]:
+            self._bad(f"{args}: traceback\n{r.stderr[-600:]}", "tracebacks")
+        if r.returncode not in ok_codes:
+            self._bad(f"{args}: exit {r.returncode}, expected {ok_codes}: {r.stderr[-300:]}", "unexpected exit codes")
+        if len(r.stdout) + len(r.stderr) > 2**20:
+            self._bad(f"{args}: {len(r.stdout) + len(r.stderr)} characters of output", "floods")
+        return r
+
+    def _readable(self, out: pathlib.Path, expect: int) -> None:
+        """Every line the harness wrote in ``out`` reads back as a record."""
+        lines = [ln for ln in (out / "results.jsonl").read_text().splitlines() if ln.strip()] \
+            if (out / "results.jsonl").is_file() else []
+        readable = 0
+        for line in lines:
+            record, _ = parse_line(line)
+            readable += record is not None
+        if readable != expect or len(lines) != expect:
+            self._bad(f"{out}: {readable} readable of {len(lines)} lines, expected {expect}", "lost or unreadable records")
+
+    def red_team(self) -> None:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from fixtures.hostile_plugins import AT_IMPORT, MALFORMED, SLOW_CONTROL, VALUES, make_plugin
+
+        w = self.work / "red"
+        quick = ["--workload", "fault_slow", "--param", "seconds=0.01", "--repeats", "1", "--warmup", "0"]
+        for name, source in {**AT_IMPORT, "malformed": MALFORMED}.items():
+            site = w / "sites" / name
+            make_plugin(site, name, source)
+            env = {"PYTHONPATH": f"{site}{os.pathsep}{self.env['PYTHONPATH']}", "HARNESS_PLUGIN_IMPORT_TIMEOUT": "3"}
+            out = w / f"plugin-{name}"
+            self._probe(["run", *quick, "--out", str(out)], (0,), env)
+            self._readable(out, 1)
+            self._probe(["list"], (0,), env)
+        site = w / "sites" / "values"
+        make_plugin(site, "values_plugin", VALUES)
+        make_plugin(site, "slow_control_plugin", SLOW_CONTROL)
+        env = {"PYTHONPATH": f"{site}{os.pathsep}{self.env['PYTHONPATH']}"}
+        out = w / "values"
+        kinds = ["big", "string", "bool", "list", "nan", "keys", "surrogate", "huge_reason", "huge_metric"]
+        for kind in kinds:
+            self._probe(["run", "--workload", "values", "--param", f"kind={kind}", "--repeats", "1", "--warmup", "0",
+                         "--out", str(out)], (0, 1), env, timeout=300)
+        self._readable(out, len(kinds))
+        self._probe(["show", str(out)], (0,), env)
+        self._probe(["report", str(out), "--out", str(w / "values.parquet")], (0,), env)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.counts["red-team probes"] += 1
+            cout = w / f"controls-{sig.name}"
+            proc = subprocess.Popen([str(HARNESS), "controls", "--workload", "slow_control", "--out", str(cout)],
+                                    env=dict(self.env, **env), text=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, cwd=self.work,
+                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (cout / "results.jsonl").exists():
+                time.sleep(0.2)
+            time.sleep(3)
+            proc.send_signal(sig)
+            try:
+                _, err = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                self._bad(f"controls under {sig.name}: hung", "hangs")
+                continue
+            if proc.returncode != 128 + sig or "Traceback" in err:
+                self._bad(f"controls under {sig.name}: exit {proc.returncode}\n{err[-400:]}", "unexpected exit codes")
+            self._readable(cout, 1)
+        odd = w / "odd"
+        for name, make in (("fifo", lambda p: os.mkfifo(p)), ("full", lambda p: p.symlink_to("/dev/full")),
+                           ("null", lambda p: p.symlink_to("/dev/null")), ("dir", lambda p: p.mkdir())):
+            folder = odd / name
+            folder.mkdir(parents=True)
+            make(folder / "results.jsonl")
+            self._probe(["run", *quick, "--out", str(folder)], (2,), timeout=60)
+            for args in (["show", str(folder)], ["report", str(folder)], ["compare", str(folder), str(folder)]):
+                self._probe(args, (2,), timeout=60)
+        values = ",".join(f"{0.001 * (i + 1):.3f}" for i in range(200))
+        threads = ",".join(str(i + 1) for i in range(60))
+        self._probe(["run", "--workload", "fault_slow", "--param", f"seconds={values}", "--threads", threads,
+                     "--dry-run"], (2,), timeout=60)
+
     def _hostile_results(self, folder: pathlib.Path) -> str:
         folder.mkdir()
         r = self.harness("run", "--workload", "fault_slow", "--param", "seconds=0.01", "--repeats", "1",
@@ -215,6 +310,7 @@ def main() -> int:
         c = Campaign(plugins, work)
         t0 = time.monotonic()
         c.bad_inputs()
+        c.red_team()
         for i in range(args.kills):
             c.kill_once(i, rng)
             print(f"\rkill {i + 1}/{args.kills}", end="", file=sys.stderr, flush=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from harness.claims import ClaimVerdict, as_number
+from harness.claims import ClaimVerdict, NotANumber, as_number, not_a_number
 from harness.intervals import DEFAULT_CONFIDENCE, Arm
 from harness.results.record import Record
 
@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
 
 def evidence(metrics: dict[str, Any], samples: dict[str, list[Any]],
-             replicates: dict[str, dict[str, float]], variation: dict[str, str]) -> dict[str, Arm]:
+             replicates: dict[str, dict[str, float]], variation: dict[str, str]) -> dict[str, Arm | NotANumber]:
     """The replicates claims are judged on, per metric, as the workload's ``variation`` declares
     them: the values over the measured repeats (default), the per-seed values it reported
     (``seeds``; one value when it reported none), or the value itself (``exact``)."""
-    out: dict[str, Arm] = {}
+    out: dict[str, Arm | NotANumber] = {}
     for key in {*metrics, *samples, *replicates}:
         source = variation.get(key, "repeats")
         if source == "seeds" and replicates.get(key):
@@ -38,6 +38,8 @@ def evidence(metrics: dict[str, Any], samples: dict[str, list[Any]],
         if not values or any(v is None for v in values):
             values = [as_number(metrics.get(key))]
         if values[0] is None:
+            if metrics.get(key) is not None:   # reported, but as no number: say what it was
+                out[key] = not_a_number(metrics[key])  # type: ignore[assignment]
             continue
         if source != "repeats":   # exact, or a per-seed figure reported once per repeat: one value
             values = values[-1:]
@@ -45,7 +47,7 @@ def evidence(metrics: dict[str, Any], samples: dict[str, list[Any]],
     return out
 
 
-def record_evidence(record: Record, workload: Workload) -> dict[str, Arm]:
+def record_evidence(record: Record, workload: Workload) -> dict[str, Arm | NotANumber]:
     return evidence(record.metrics, record.metric_samples, record.replicates, workload.variation)
 
 

@@ -85,6 +85,21 @@ def as_arm(value: Any) -> Arm | None:
     return None if number is None else Arm((number,))
 
 
+class NotANumber(str):
+    """Evidence for a metric that was reported but is no figure a claim can judge: the text says
+    what it was ("is a str ('fast'), not a finite number")."""
+
+
+def not_a_number(value: Any) -> NotANumber:
+    if isinstance(value, float):
+        what = "NaN" if value != value else "infinite"
+    elif isinstance(value, int) and not isinstance(value, bool):
+        what = f"an integer of {len(str(abs(value)))} digits, too large for a float"
+    else:
+        what = f"a {type(value).__name__} ({str(value)[:40]!r})"
+    return NotANumber(f"is {what}, not a finite number")
+
+
 def as_number(value: Any) -> float | None:
     """``value`` as a finite float when it is a real number (not a bool), else None (an int too
     large for a float, NaN and the infinities are not figures a claim can judge)."""
@@ -203,7 +218,10 @@ class Claim:
 
     def _judge(self, evidence: Mapping[str, Any], baseline: Mapping[str, Any] | None,
                confidence: float) -> ClaimVerdict:
-        case = as_arm(evidence.get(self.metric))
+        raw = evidence.get(self.metric)
+        if isinstance(raw, NotANumber):
+            return self._verdict("not_evaluated", f"metric {self.metric!r} {raw}")
+        case = as_arm(raw)
         if case is None:
             return self._verdict("not_evaluated", f"metric {self.metric!r} was not reported by this case")
         base = None

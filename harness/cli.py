@@ -7,7 +7,7 @@ import sys
 
 from harness import __version__
 from harness.commands import compare, controls, info, list_, report, run, show, submit
-from harness.errors import Interrupted, UsageError
+from harness.errors import Interrupted, UsageError, raise_interrupted
 
 VERBS = (run, submit, controls, list_, info, show, report, compare)
 
@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGXFSZ"):   # a file size limit makes writes fail (EFBIG), not the process die
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not where the shell ignores it
+        signal.signal(signal.SIGINT, raise_interrupted)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

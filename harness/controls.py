@@ -15,7 +15,7 @@ from harness.baselines import record_evidence
 from harness.claims import Claim, ControlOutcome
 from harness.intervals import DEFAULT_CONFIDENCE
 from harness.errors import UsageError
-from harness.plan import Case, default_threads
+from harness.plan import Case, check_params, default_threads
 from harness.registry import Registry
 from harness.results.record import ControlRole, Record
 from harness.workload import Workload
@@ -39,7 +39,7 @@ def _case(workload: Workload, overrides: dict[str, Any], backend: str | None, re
     ranks = int(params.pop("ranks", workload.default_ranks))
     threads = int(params.pop("threads", 0)) or default_threads(ranks)
     resolved = workload.resolve_params(CONTROL_SIZE, params)
-    workload.check_params(resolved)
+    check_params(workload, resolved)
     return Case(workload=workload.name, size=CONTROL_SIZE, params=resolved, backend=backend, ranks=ranks,
                 threads=threads,
                 repeats=repeats or min(3, workload.default_repeats or 3),

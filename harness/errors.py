@@ -21,9 +21,10 @@ def did_you_mean(kind: str, name: str, known: Iterable[str]) -> UsageError:
 class Interrupted(KeyboardInterrupt):
     """The run was stopped by a signal (SIGINT, SIGTERM or SIGHUP): exit status 128 + ``signum``."""
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, from_signal: bool = False) -> None:
         super().__init__(signum)
         self.signum = signum
+        self.from_signal = from_signal   # raised by a signal handler, not by plugin code
 
     @property
     def name(self) -> str:
@@ -33,5 +34,6 @@ class Interrupted(KeyboardInterrupt):
 
 
 def raise_interrupted(signum: int, frame: object) -> None:
-    """A signal handler: SIGTERM and SIGHUP end the run the way Ctrl-C does."""
-    raise Interrupted(signum)
+    """A signal handler: SIGINT, SIGTERM and SIGHUP end the command, marked as a real signal (a
+    KeyboardInterrupt that plugin code raises is that plugin's problem, not Ctrl-C)."""
+    raise Interrupted(signum, from_signal=True)

@@ -27,6 +27,7 @@ from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
 from harness.launch.slurm import allocation_note
 from harness.plan import Case
+from harness.plugin_guard import available, describe, guarded
 from harness.protocol.aggregate import comm_summary, phase_summary, repeat_samples, resource_summary
 from harness.protocol.pmpi import ready_hook
 from harness.protocol.stats import UNSTABLE_COV, summarize
@@ -124,12 +125,12 @@ def skip_reason(case: Case, registry: Registry, launcher: Launcher, oversubscrib
     workload = registry.workload(case.workload)
     if case.backend is not None:
         backend = registry.backend(case.backend)
-        ok, why = backend.available()
+        ok, why = available(backend)
         if not ok:
             return f"backend {case.backend!r} is not available here: {why}"
-        why = backend.can_drive(workload.frameworks)
-        if why:
-            return why
+        why, exc = guarded(lambda: backend.can_drive(workload.frameworks))
+        if exc is not None or why:
+            return why or f"backend {case.backend!r}: can_drive() raised {describe(exc)} (a plugin bug)"
     why = launcher.skip_reason(case.ranks)
     if why:
         return why
@@ -137,7 +138,10 @@ def skip_reason(case: Case, registry: Registry, launcher: Launcher, oversubscrib
     if crowded and not oversubscribe:
         return (f"{crowded}: skipped, since time-sliced ranks make its timings and claims meaningless; "
                 "--oversubscribe runs it anyway (its claims are then not evaluated)")
-    return workload.skip_reason(case.params, case.ranks)
+    why, exc = guarded(lambda: workload.skip_reason(case.params, case.ranks))
+    if exc is not None:
+        return f"workload {case.workload!r}: skip_reason() raised {describe(exc)} (a bug in its plugin)"
+    return None if why is None else str(why)
 
 
 def base_record(case: Case, session: Session) -> Record:

@@ -18,10 +18,14 @@ RUN_LOCK_NAME = ".run.lock"
 
 
 def prepare_out(out: str) -> pathlib.Path:
-    """Create the results folder and prove the results file can be appended to."""
+    """Create the results folder and prove the results file can be appended to (a regular file,
+    or none yet)."""
     if not str(out).strip():
         raise UsageError("--out '': give a folder for the results (default: ./results)")
     path = pathlib.Path(out)
+    from harness.results.store import regular_or_absent
+
+    regular_or_absent(path / RESULTS_NAME)   # a FIFO there would hang the open below
     try:
         path.mkdir(parents=True, exist_ok=True)
         with open(path / RESULTS_NAME, "a"):

@@ -198,10 +198,23 @@ def default_threads(ranks: int) -> int:
         return max(1, os.cpu_count() or 1)
 
 
+DEFAULT_MAX_CASES = 10_000
+
+
+def max_cases() -> int:
+    """The most cases one plan may have (HARNESS_MAX_CASES, default 10,000): a sweep of two
+    1,000-value params would otherwise plan a million cases for minutes."""
+    try:
+        return max(1, int(os.environ.get("HARNESS_MAX_CASES", DEFAULT_MAX_CASES)))
+    except ValueError:
+        return DEFAULT_MAX_CASES
+
+
 def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) -> list[Case]:
     """Turn case tables plus command-line overrides into validated cases."""
     cases: list[Case] = []
     used_cli_params: set[str] = set()
+    planned = 0
     for entry in entries:
         names = sorted(registry.workloads) if entry["workload"] == "*" else _as_list(entry["workload"])
         for name in names:
@@ -224,14 +237,20 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                     raise UsageError(f"param {key} of workload {name!r} lists a value twice ({values}): "
                                      "two cases with one identity; list each value once")
             keys = list(sweep)
+            threads_list = cli.threads or _as_list(entry.get("threads", 0))
+            planned += math.prod(len(v) for v in sweep.values()) * len(backends) * len(ranks_list) * len(threads_list)
+            if planned > max_cases():
+                raise UsageError(f"the sweep makes {planned:,} case(s) or more (at workload {name!r}), over the "
+                                 f"limit of {max_cases():,}: sweep fewer values, or raise the limit with "
+                                 "HARNESS_MAX_CASES=N if you mean it")
             for backend, ranks, threads in itertools.product(
-                    backends, ranks_list, cli.threads or _as_list(entry.get("threads", 0))):
+                    backends, ranks_list, threads_list):
                 ranks = _positive_int(ranks, "ranks")
                 threads = _positive_int(threads or default_threads(ranks), "threads")
                 for combo in itertools.product(*(sweep[k] for k in keys)):
                     swept = dict(zip(keys, combo))
                     params = workload.resolve_params(size, swept)
-                    workload.check_params(params)
+                    check_params(workload, params)
                     cases.append(Case(
                         workload=name, size=size, params=params, backend=backend, ranks=ranks,
                         threads=threads,
@@ -247,3 +266,16 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
         raise UsageError(f"--param {', '.join(sorted(unused))}: no selected workload has such a param "
                          "(see `harness list workloads`)")
     return baselines_first(cases, registry)
+
+
+def check_params(workload: Any, params: dict[str, Any]) -> None:
+    """The workload's own check of its params: its UsageError is the user's to fix (exit 2);
+    anything else it raises is a bug of its plugin, named as one."""
+    from harness.plugin_guard import describe, guarded
+
+    _, exc = guarded(lambda: workload.check_params(params))
+    if isinstance(exc, UsageError):
+        raise exc
+    if exc is not None:
+        raise UsageError(f"workload {workload.name!r}: check_params() raised {describe(exc)}: a bug in its "
+                         f"plugin ({workload.__class__.__module__}); leave it out of the run") from None

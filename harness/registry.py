@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import pathlib
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +16,9 @@ from harness import hookspecs
 from harness.backend import Backend
 from harness.claims import Claim
 from harness.intervals import SOURCES
-from harness.errors import did_you_mean
+from harness.errors import UsageError, did_you_mean
+from harness.params import Param
+from harness.plugin_guard import deadline, describe, guarded, import_deadline_s
 from harness.results.record import Record
 from harness.workload import SIZES, Workload
 
@@ -66,10 +67,9 @@ class Registry:
             return problems
         for impl in getattr(self.manager.hook, hook).get_hookimpls():
             args = dict(kwargs, **(per_plugin(impl.plugin_name) if per_plugin else {}))
-            try:
-                impl.function(**{k: v for k, v in args.items() if k in impl.argnames})
-            except Exception as exc:  # noqa: BLE001 - a reporter plugin must not stop a run
-                problems.append(Problem(impl.plugin_name, f"{hook} raised {exc!r}"))
+            _, exc = guarded(lambda: impl.function(**{k: v for k, v in args.items() if k in impl.argnames}))
+            if exc is not None:   # a reporter plugin must not stop a run, whatever it raises
+                problems.append(Problem(impl.plugin_name, f"{hook} raised {describe(exc)}"))
         return problems
 
     def notify_case_finished(self, record: Record) -> list[Problem]:
@@ -100,11 +100,14 @@ def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list
         label = f"{dist}:{ep.name}"
         if only is not None and label not in only:
             continue
-        try:
-            loaded.append((label, ep.load()))
-        except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's problem
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            problems.append(Problem(label, f"failed to import {ep.value}: {last}"))
+        def load(ep: importlib.metadata.EntryPoint = ep) -> object:
+            with deadline(import_deadline_s()):
+                return ep.load()
+        plugin, exc = guarded(load, quiet=True)   # SystemExit, a hang or 50 MB of printing cost only it
+        if exc is None:
+            loaded.append((label, plugin))
+        else:
+            problems.append(Problem(label, f"failed to import {ep.value}: {describe(exc)}"))
     return loaded
 
 
@@ -114,10 +117,9 @@ def _entry_point_order(ep: importlib.metadata.EntryPoint) -> tuple[bool, str, st
 
 
 def _call(impl: pluggy.HookImpl, problems: list[Problem], hook: str) -> list[Any]:
-    try:
-        result = impl.function()
-    except Exception as exc:  # noqa: BLE001
-        problems.append(Problem(impl.plugin_name, f"{hook}() raised {exc!r}"))
+    result, exc = guarded(impl.function)
+    if exc is not None:
+        problems.append(Problem(impl.plugin_name, f"{hook}() raised {describe(exc)}"))
         return []
     if result is None:
         return []
@@ -128,15 +130,71 @@ def _call(impl: pluggy.HookImpl, problems: list[Problem], hook: str) -> list[Any
     return list(result)
 
 
+def _checked(check: Any) -> Any:
+    """``check(obj)`` with whatever the plugin's object raises while being read (a property that
+    raises, SystemExit from __init__) turned into the reason it is not registered."""
+    def safe(obj: Any) -> tuple[Any, str]:
+        result, exc = guarded(lambda: check(obj))
+        if exc is not None:
+            return None, f"reading it raised {describe(exc)}"
+        return result
+    return safe
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value)
+
+
+def _shape_problem(obj: Workload) -> str:
+    """Why the workload's declarations have the wrong shape (None where a dict belongs, a
+    string where a tuple of names belongs), or ''. Checked before anything iterates them."""
+    name = obj.name
+    if not isinstance(obj.sizes, dict) or not all(isinstance(k, str) and isinstance(v, dict)
+                                                  for k, v in obj.sizes.items()):
+        return f"workload {name!r}: sizes must map size names to dicts of param values, not {obj.sizes!r:.80}"
+    if "smoke" not in obj.sizes:
+        return (f"workload {name!r} has no 'smoke' size: every workload needs one (suite smoke, "
+                "`harness controls` and CI run it); add sizes['smoke'] = {...} with a tiny problem")
+    if not isinstance(obj.params, dict) or not all(isinstance(k, str) and isinstance(v, Param)
+                                                   for k, v in obj.params.items()):
+        return f"workload {name!r}: params must map names to harness.Param objects, not {obj.params!r:.80}"
+    for pname, param in obj.params.items():
+        try:
+            param.validate(param.default, pname)
+        except UsageError as exc:
+            return f"workload {name!r}: the default of param {pname!r} is not a valid value ({exc})"
+    if not isinstance(obj.claims, (list, tuple)):
+        return f"workload {name!r}: claims must be a list of harness.Claim objects, not {obj.claims!r:.80}"
+    for attr in ("frameworks", "requires"):
+        if not _strings(getattr(obj, attr)):
+            return (f"workload {name!r}: {attr} must be a tuple of names, e.g. ('torch',), "
+                    f"not {getattr(obj, attr)!r:.80}")
+    if not isinstance(obj.install, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in obj.install.items()):
+        return f"workload {name!r}: install must map module names to pip requirements, not {obj.install!r:.80}"
+    if not isinstance(obj.ceilings, dict):
+        return f"workload {name!r}: ceilings must map metric names to units, not {obj.ceilings!r:.80}"
+    for attr, least in (("default_ranks", 1), ("default_repeats", 1), ("default_warmup", 0)):
+        value = getattr(obj, attr)
+        if value is None and attr != "default_ranks":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            return f"workload {name!r}: {attr} must be an integer >= {least}, not {value!r:.80}"
+    return ""
+
+
 def _check_workload(obj: Any) -> tuple[Workload | None, str]:
     if isinstance(obj, type) and issubclass(obj, Workload):
         obj = obj()
     if not isinstance(obj, Workload):
         return None, f"expected a harness.Workload, got {type(obj).__name__}"
     if not isinstance(obj.name, str) or not obj.name.isidentifier():
-        return None, f"workload name {obj.name!r} must be a Python identifier"
+        return None, f"workload name {obj.name!r:.80} must be a Python identifier"
     if type(obj).run is Workload.run:
         return None, f"workload {obj.name!r} does not implement run(ctx)"
+    shape = _shape_problem(obj)
+    if shape:
+        return None, shape
     unknown = set(obj.sizes) - set(SIZES)
     if unknown:
         return None, f"workload {obj.name!r} has unknown sizes {sorted(unknown)} (allowed: {SIZES})"
@@ -193,10 +251,9 @@ def build_registry(extra_plugins: list[tuple[str, object]] | None = None,
     registry.manager = pm
     plugins = (_entry_point_plugins(registry.problems, only) if entry_points else []) + list(extra_plugins or [])
     for label, plugin in plugins:
-        try:
-            pm.register(plugin, name=label)
-        except Exception as exc:  # noqa: BLE001 - pluggy validation errors, double registration
-            registry.problems.append(Problem(label, f"cannot register: {exc}"))
+        _, exc = guarded(lambda: pm.register(plugin, name=label))   # pluggy validation, double registration
+        if exc is not None:
+            registry.problems.append(Problem(label, f"cannot register: {describe(exc)}"))
 
     collect = [
         ("harness_workloads", "workload", _check_workload, registry.workloads),
@@ -206,7 +263,7 @@ def build_registry(extra_plugins: list[tuple[str, object]] | None = None,
         # get_hookimpls() lists plugins in registration order: the first registered wins a name.
         for impl in getattr(pm.hook, hook).get_hookimpls():
             for obj in _call(impl, registry.problems, hook):
-                item, why = check(obj)
+                item, why = _checked(check)(obj)
                 if item is None:
                     registry.problems.append(Problem(impl.plugin_name, why))
                 elif item.name in target:

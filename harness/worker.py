@@ -43,6 +43,9 @@ def clean_metrics(metrics: Any) -> dict[str, Any]:
             return v
         raise TypeError(f"metric {key!r} has unsupported type {type(v).__name__}")
 
+    keys = [k for k in metrics if not isinstance(k, str)]
+    if keys:   # 1 and "1" would be one key in JSON: one value would silently replace the other
+        raise TypeError(f"metric names must be strings, got {', '.join(f'{k!r} ({type(k).__name__})' for k in keys[:5])}")
     out: dict[str, Any] = {}
     for key, value in metrics.items():
         if isinstance(value, (list, tuple)) or (hasattr(value, "tolist") and getattr(value, "ndim", 0) == 1):
@@ -226,6 +229,19 @@ def run_case(spec: WorkerSpec) -> None:
     ).write(spec.files)
 
 
+MAX_ERROR_CHARS = 16 * 1024
+
+
+def error_text(text: str) -> str:
+    """A traceback fit to be written and recorded: a lone surrogate escaped (it cannot be encoded),
+    and a huge exception message cut to its head and tail (the last line says what was raised)."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    half = MAX_ERROR_CHARS // 2
+    return f"{text[:half]}\n... [cut: {len(text) - 2 * half} characters] ...\n{text[-half:]}"
+
+
 def main(argv: list[str]) -> int:
     spec = WorkerSpec.read(argv[1])
     try:
@@ -233,8 +249,9 @@ def main(argv: list[str]) -> int:
     except BaseException:  # noqa: BLE001 - report everything, including SystemExit from plugins
         rank = (os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")
                 or os.environ.get("SLURM_PROCID") or "0")
-        spec.files.error(rank).write_text(traceback.format_exc())
-        sys.stderr.write(traceback.format_exc())
+        text = error_text(traceback.format_exc())
+        spec.files.error(rank).write_text(text, encoding="utf-8")
+        sys.stderr.write(text)
         sys.stderr.flush()
         if spec.ranks > 1:
             try:

@@ -34,8 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1 or args.threshold < 0:
         raise UsageError("--alpha must be in (0, 1) and --threshold >= 0")
-    base, p1 = load_frame([args.baseline])
-    cand, p2 = load_frame([args.candidate])
+    base, p1 = load_frame([args.baseline], frozenset({"samples"}))
+    cand, p2 = load_frame([args.candidate], frozenset({"samples"}))
     warn_unreadable(p1 + p2)
     if base.empty or cand.empty:
         raise UsageError("no readable records in " + (args.baseline if base.empty else args.candidate))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import signal
 import uuid
 
 from rich.markup import escape
@@ -14,7 +15,8 @@ from harness.commands.run import check_protocol_options, decision_budget
 from harness.controls import cases_in_order, judge, plan_controls
 from harness.decide import DEFAULT_BUDGET_S, until_decided
 from harness.intervals import level_text
-from harness.execute import Session, execute
+from harness.errors import Interrupted, raise_interrupted
+from harness.execute import CaseInterrupted, Session, execute
 from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out
 from harness.report.tables import measured_text
 from harness.results.record import Record
@@ -93,37 +95,60 @@ def main(args: argparse.Namespace) -> int:
                   f"-> {out / RESULTS_NAME}")
     records: dict[str, Record] = {}
     outcomes: dict[int, ControlOutcome] = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, raise_interrupted)
     for i, (case, role) in enumerate(todo, 1):
-        record = execute(case, session)
-        record.control = role
-        records[case.case_id] = record
-        ready = [j for j, plan in enumerate(plans) if j not in outcomes and plan.case.case_id in records
-                 and (plan.baseline is None or plan.baseline.case_id in records)]
-
-        def rejudge(rec: Record, ready: list[int] = ready) -> None:
-            """The plans this case completes, judged (again) at its control case's current level."""
-            verdicts = []
-            for j in ready:
-                plan = plans[j]
-                level = records[plan.case.case_id].protocol.confidence
-                outcomes[j] = judge(plan, records, reg.workload(plan.workload), level)
-                if outcomes[j].verdict is not None and plan.case.case_id == rec.case_id:
-                    verdicts.append(outcomes[j].verdict)
-            if verdicts:
-                rec.claims = verdicts      # a control case records the claims judged on it as controls
-
-        rejudge(record)
-        if role.role == "control" and record.ok and record.claims:
-            # judged at the level its planned looks allow from the first look on, and given rounds of
-            # more repeats while its control verdicts are inconclusive
-            until_decided(record, case, budget, lambda c: execute(c, session), rejudge, session.unstable_cov,
-                          lambda text, c=case: console.print(f"    {escape(c.label)}: {escape(text)}",
-                                                              soft_wrap=True, highlight=False))
+        try:
+            record = _control_case(case, role, session, plans, records, outcomes, reg, budget)
+        except CaseInterrupted as stop:    # Ctrl-C, SIGTERM, SIGHUP: the case's record is kept
+            stop.record.control = role
+            append_record(out / RESULTS_NAME, stop.record)
+            console.print(f"[{i}/{len(todo)}] {escape(case.label)} ({role.role}) failed "
+                          f"{escape(stop.record.reason)}", soft_wrap=True, highlight=False)
+            finish_work(session.work_dir)
+            raise Interrupted(stop.signum, from_signal=True) from None
         append_record(out / RESULTS_NAME, record)
         console.print(f"[{i}/{len(todo)}] {escape(case.label)} ({role.role}) {record.status} "
                       f"{record.duration_s:.1f}s {escape(record.reason.splitlines()[0][:120] if record.reason else '')}",
                       soft_wrap=True, highlight=False)
     finish_work(session.work_dir)
+    return _conclude(args, plans, outcomes, undeclared)
+
+
+def _control_case(case, role, session: Session, plans, records: dict[str, Record],
+                  outcomes: dict[int, ControlOutcome], reg, budget) -> Record:
+    """Run one case of the controls, judge the plans it completes, and give a control case whose
+    verdicts are inconclusive its rounds of more repeats."""
+    record = execute(case, session)
+    record.control = role
+    records[case.case_id] = record
+    ready = [j for j, plan in enumerate(plans) if j not in outcomes and plan.case.case_id in records
+             and (plan.baseline is None or plan.baseline.case_id in records)]
+
+    def rejudge(rec: Record, ready: list[int] = ready) -> None:
+        """The plans this case completes, judged (again) at its control case's current level."""
+        verdicts = []
+        for j in ready:
+            plan = plans[j]
+            level = records[plan.case.case_id].protocol.confidence
+            outcomes[j] = judge(plan, records, reg.workload(plan.workload), level)
+            if outcomes[j].verdict is not None and plan.case.case_id == rec.case_id:
+                verdicts.append(outcomes[j].verdict)
+        if verdicts:
+            rec.claims = verdicts      # a control case records the claims judged on it as controls
+
+    rejudge(record)
+    if role.role == "control" and record.ok and record.claims:
+        # judged at the level its planned looks allow from the first look on, and given rounds of
+        # more repeats while its control verdicts are inconclusive
+        until_decided(record, case, budget, lambda c: execute(c, session), rejudge, session.unstable_cov,
+                      lambda text, c=case: console.print(f"    {escape(c.label)}: {escape(text)}",
+                                                          soft_wrap=True, highlight=False))
+    return record
+
+
+def _conclude(args: argparse.Namespace, plans, outcomes: dict[int, ControlOutcome], undeclared) -> int:
+    """The table of claims under their controls, and the exit status."""
     results = [outcomes[j] for j in range(len(plans)) if j in outcomes] + undeclared
     outcomes_table = table("claims under their controls", "workload", "claim", "control", "verdict",
                            "measured", "result")

@@ -13,6 +13,7 @@ from harness.launch.mpi import find_mpiexec, flavour
 from harness.provenance import numerics_environment, software
 from harness.results.record import Record
 from harness.results.store import load_records
+from harness.plugin_guard import available, guarded
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,13 +51,13 @@ def _backend_rows() -> list[dict[str, str]]:
     reg = registry()
     rows = []
     for name, b in sorted(reg.backends.items()):
-        ok, why = b.available()
+        ok, why = available(b)
         try:
             desc = b.describe() if ok else {}
         except Exception as exc:  # noqa: BLE001 - one backend's failure must not hide the others
             desc = {"warnings": [f"describe() raised {exc!r}"]}
         rows.append({"name": name, "available": "yes" if ok else "no",
-                     "drives": ",".join(b.frameworks()), "reason": why,
+                     "drives": ",".join(guarded(b.frameworks)[0] or ()), "reason": why,
                      "library": desc.get("library") or "", "version": desc.get("version") or "",
                      "warnings": "; ".join(desc.get("warnings", [])),
                      "source": reg.source("backend", name)})

@@ -8,6 +8,7 @@ from rich.table import Table
 from harness.commands.common import console, profiles, registry, table
 from harness.plan import read_suite
 from harness.errors import UsageError
+from harness.plugin_guard import available, guarded
 
 KINDS = ("workloads", "claims", "backends", "suites", "profiles")
 
@@ -49,9 +50,9 @@ def _backends() -> Table:
     reg = registry()
     t = table("backends", "name", "source", "available", "drives", "reason")
     for name, b in sorted(reg.backends.items()):
-        ok, why = b.available()
+        ok, why = available(b)
         t.add_row(name, reg.source("backend", name), "yes" if ok else "no",
-                  ",".join(b.frameworks()), why)
+                  ",".join(guarded(b.frameworks)[0] or ()), why)
     return t
 
 

@@ -6,11 +6,13 @@ import os
 import pathlib
 import sys
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 from harness.commands.common import add_confidence_option, warn_unreadable
 from harness.errors import UsageError
-from harness.report.html import html_report
-from harness.report.tables import markdown_report, rejudged
+from harness.report.html import html_parts
+from harness.report.tables import markdown_parts, rejudged
 from harness.results.frame import NESTED_COLUMNS, load_frame
 
 FORMATS = ("md", "html", "csv", "parquet")
@@ -31,23 +33,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def _write_atomic(path: pathlib.Path, data: bytes) -> None:
-    """Write next to the target, then rename: a failed report never leaves a half file."""
+def _write_atomic(path: pathlib.Path, data: bytes | Callable[[Any], None]) -> None:
+    """Write next to the target, then rename: a failed report never leaves a half file. ``data``
+    is the bytes, or a function that writes them to the open (binary) file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            if callable(data):
+                data(f)
+            else:
+                f.write(data)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
 
 
+# What each format reads of a record beside its flat columns (the rest is never held in memory).
+READS = {"md": frozenset({"claims"}), "html": frozenset({"claims", "phases", "ceiling_metrics", "ceilings"}),
+         "csv": frozenset({"metrics"}), "parquet": frozenset({"metrics"})}
+
+
 def main(args: argparse.Namespace) -> int:
     fmt = args.format or (pathlib.Path(args.out).suffix.lstrip(".") if args.out else "md")
     if fmt not in FORMATS:
         raise UsageError(f"--out {args.out}: cannot tell the format from {fmt!r}; use --format {'|'.join(FORMATS)}")
-    df, problems = load_frame(args.results)
+    df, problems = load_frame(args.results, READS[fmt] | ({"evidence"} if args.confidence is not None else set()))
     warn_unreadable(problems)
     if df.empty:
         raise UsageError(f"no readable records in {', '.join(args.results)}")
@@ -55,30 +66,33 @@ def main(args: argparse.Namespace) -> int:
     out = pathlib.Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
-    if fmt == "md":
-        data = markdown_report(df, problems).encode()
-    elif fmt == "html":
-        data = html_report(df, problems).encode()
+    if fmt in ("md", "html"):   # written piece by piece as they are made
+        parts = (markdown_parts if fmt == "md" else html_parts)(df, problems)
+        if out is None and fmt == "md":
+            for piece in parts:
+                sys.stdout.write(piece)
+            return 0
         out = out or pathlib.Path("report.html")
-    elif fmt == "csv":
-        flat = df.drop(columns=NESTED_COLUMNS)
-        metrics = pd_json_columns(df)
-        data = defuse_formulas(flat.join(metrics)).to_csv(index=False).encode()
-    else:
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise UsageError("--format parquet needs pyarrow: pip install pyarrow") from None
-        out = out or pathlib.Path("report.parquet")
-        frame = df.drop(columns=NESTED_COLUMNS).join(pd_json_columns(df))
-        with tempfile.TemporaryDirectory() as tmp:
-            frame.to_parquet(pathlib.Path(tmp) / "r.parquet", index=False)
-            data = (pathlib.Path(tmp) / "r.parquet").read_bytes()
-    if out is None:
-        sys.stdout.write(data.decode())
-    else:
-        _write_atomic(out, data)
-        print(f"wrote {out} ({len(data)} bytes, {len(df)} records)")
+        _write_atomic(out, lambda f: f.writelines(piece.encode() for piece in parts))
+        print(f"wrote {out} ({out.stat().st_size} bytes, {len(df)} records)")
+        return 0
+    if fmt == "csv":   # written as it is made: 100,000 rows of CSV never sit in memory twice
+        frame = defuse_formulas(df.drop(columns=NESTED_COLUMNS).join(pd_json_columns(df)))
+        del df
+        if out is None:
+            frame.to_csv(sys.stdout, index=False)
+            return 0
+        _write_atomic(out, lambda f: frame.to_csv(f, index=False, encoding="utf-8"))
+        print(f"wrote {out} ({out.stat().st_size} bytes, {len(frame)} records)")
+        return 0
+    try:   # parquet
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise UsageError("--format parquet needs pyarrow: pip install pyarrow") from None
+    out = out or pathlib.Path("report.parquet")
+    frame = parquet_safe(df.drop(columns=NESTED_COLUMNS).join(pd_json_columns(df)))
+    _write_atomic(out, lambda f: frame.to_parquet(f, index=False))
+    print(f"wrote {out} ({out.stat().st_size} bytes, {len(df)} records)")
     return 0
 
 
@@ -99,3 +113,16 @@ def pd_json_columns(df):
 
     flat = [{f"metric.{k}": v for k, v in m.items() if not isinstance(v, (list, dict))} for m in df.metrics]
     return pd.DataFrame(flat, index=df.index)
+
+
+def parquet_safe(frame):
+    """Columns Arrow cannot type (an integer beyond int64 that a workload returned, numbers mixed
+    with text) written as text, so the export never fails on what the harness recorded."""
+    import pyarrow as pa
+
+    for col in frame.columns:
+        try:
+            pa.array(frame[col], from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            frame[col] = frame[col].map(lambda v: None if v is None else str(v))
+    return frame

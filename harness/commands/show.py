@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 
 from rich.table import Table
 from rich.text import Text
@@ -10,7 +11,7 @@ from harness.commands.common import console, warn_unreadable
 from harness.claims import summarize_claims
 from harness.errors import UsageError
 from harness.results.record import Record
-from harness.results.store import iter_records, results_files
+from harness.results.scan import scan
 
 RICH_ROWS = 500   # beyond this, rich's table layout (about 4 ms a row) gives way to plain columns
 
@@ -24,6 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _fmt(x: float | None, unit: str = "") -> str:
     return "" if x is None else f"{x:.4g}{unit}"
+
+
+def _cells(record: Record, source: str, metrics: bool = False) -> list[str]:
+    return row(record, metrics)
 
 
 def row(record: Record, metrics: bool = False) -> list[str]:
@@ -55,8 +60,7 @@ COLUMNS = ["workload", "size", "params", "backend", "ranks x thr", "status", "me
 
 
 def main(args: argparse.Namespace) -> int:
-    problems: list[str] = []
-    rows = [row(r, args.metrics) for f in results_files(args.results) for r in iter_records(f, problems)]
+    rows, problems = scan(args.results, functools.partial(_cells, metrics=args.metrics))
     warn_unreadable(problems)
     if not rows:
         raise UsageError(f"no readable records in {', '.join(args.results)}")

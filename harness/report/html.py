@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Iterable, Iterator
 
 import pandas as pd
 
 from harness.report import plots
-from harness.report.tables import CASE_COLUMNS, CLAIM_COLUMNS, case_rows, claim_rows, claim_tally, energy_note, table_notes
+from harness.report.tables import (CASE_COLUMNS, CLAIM_COLUMNS, claim_tally, energy_note, iter_case_rows,
+                                   iter_claim_rows, nonempty, table_notes)
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
 font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
@@ -18,9 +20,13 @@ th{background:#f0f0f0}td.FAIL{color:#b00;font-weight:bold}td.pass{color:#070}td.
 border:1px solid #eee;margin:0.5em 0}.note{color:#666}"""
 
 
-def _table(columns: list[str], rows: list[list[str]], verdict_col: int | None = None) -> str:
+def _table(columns: list[str], rows: Iterable[list[str]], verdict_col: int | None = None) -> str:
+    return "".join(_table_parts(columns, rows, verdict_col))
+
+
+def _table_parts(columns: list[str], rows: Iterable[list[str]], verdict_col: int | None = None) -> Iterator[str]:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = []
+    yield f"<table><thead><tr>{head}</tr></thead><tbody>"
     for row in rows:
         cells = []
         for i, cell in enumerate(row):
@@ -28,8 +34,8 @@ def _table(columns: list[str], rows: list[list[str]], verdict_col: int | None = 
             if i == verdict_col:
                 cls = f' class="{next((k for k in ("FAIL", "pass", "inconclusive") if cell.startswith(k)), "")}"'
             cells.append(f"<td{cls}>{html.escape(str(cell))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        yield "<tr>" + "".join(cells) + "</tr>"
+    yield "</tbody></table>"
 
 
 def _img(title: str, png: bytes) -> str:
@@ -38,27 +44,33 @@ def _img(title: str, png: bytes) -> str:
 
 
 def html_report(df: pd.DataFrame, problems: list[str]) -> str:
+    return "".join(html_parts(df, problems))
+
+
+def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
+    """The HTML report piece by piece (written as it is made)."""
     energy = energy_note(df)
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hpml-harness report</title>"
+    yield (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hpml-harness report</title>"
              f"<style>{CSS}</style></head><body><h1>hpml-harness report</h1>"
              f"<p class='note'>{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
-             f"{html.escape(' ' + energy + '.') if energy else ''}</p>"]
-    claims = claim_rows(df)
-    parts.append(f"<h2>Reproduction summary: paper claims ({html.escape(claim_tally(df))})</h2>")
-    parts.append(_table(CLAIM_COLUMNS, claims, verdict_col=4) if claims else "<p>No claims were evaluated.</p>")
-    rows = case_rows(df)
-    for workload, table_rows in rows.items():
-        parts.append(f"<h2>{html.escape(workload)}</h2>")
-        parts.append(_table(CASE_COLUMNS, table_rows))
+             f"{html.escape(' ' + energy + '.') if energy else ''}</p>")
+    yield f"\n<h2>Reproduction summary: paper claims ({html.escape(claim_tally(df))})</h2>\n"
+    claims = nonempty(iter_claim_rows(df))
+    if claims is None:
+        yield "<p>No claims were evaluated.</p>"
+    else:
+        yield from _table_parts(CLAIM_COLUMNS, claims, verdict_col=4)
+    for workload, table_rows in iter_case_rows(df):
+        yield f"\n<h2>{html.escape(workload)}</h2>\n"
+        yield from _table_parts(CASE_COLUMNS, table_rows)
         note = table_notes(table_rows)
         if note:
-            parts.append(f"<p class='note'>{html.escape(note)}</p>")
+            yield f"\n<p class='note'>{html.escape(note)}</p>"
         for title, png in plots.workload_figures(df[df.workload == workload], workload):
-            parts.append(_img(f"{workload}: {title}", png))
+            yield "\n" + _img(f"{workload}: {title}", png)
     roof = plots.roofline_figure(df) if not df.empty else None
     if roof:
-        parts.append("<h2>Measured rooflines</h2>" + _img("measured rooflines", roof))
+        yield "\n<h2>Measured rooflines</h2>" + _img("measured rooflines", roof)
     if problems:
-        parts.append("<h2>Unreadable lines</h2><ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in problems) + "</ul>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+        yield "\n<h2>Unreadable lines</h2><ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in problems) + "</ul>"
+    yield "\n</body></html>"

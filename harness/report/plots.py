@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import io
+import json
+import statistics
 from typing import Any
 
 import pandas as pd
@@ -67,15 +69,16 @@ def scaling_figure(group: pd.DataFrame, workload: str) -> bytes | None:
 
 def phases_figure(group: pd.DataFrame, workload: str) -> bytes | None:
     """Phase seconds per repeat (slowest rank), stacked, one bar per case."""
-    ok = group[(group.status == "ok") & group.phases.map(bool)].tail(30)
+    ok = group[(group.status == "ok") & group.phases.map(lambda t: bool(t) and t != "{}")].tail(30)
     if ok.empty:
         return None
     plt = _plt()
-    names = sorted({n for p in ok.phases for n in p})
+    phases = [json.loads(t) if isinstance(t, str) else t for t in ok.phases]   # the frame keeps JSON text
+    names = sorted({n for p in phases for n in p})
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(ok) + 2), 4.5))
     bottom = [0.0] * len(ok)
     for name in names:
-        vals = [p.get(name, 0.0) for p in ok.phases]
+        vals = [p.get(name, 0.0) for p in phases]
         ax.bar(range(len(ok)), vals, bottom=bottom, label=name)
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xticks(list(range(len(ok))), [_label(r) for r in ok.itertuples()], rotation=60, ha="right", fontsize=7)
@@ -98,11 +101,14 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
     """Measured ceilings (records whose workload declares a GFLOP/s and a GB/s ceiling) as rooflines."""
     from harness.plotting import draw_rooflines
 
-    lines = []
+    pairs: dict[str, list[tuple[float, float]]] = {}
     for r in df.itertuples():
         pair = roofline_ceilings(r.ceilings, r.metrics) if r.status == "ok" else None
         if pair:
-            lines.append((f"{r.backend} {r.threads} thr, {r.machine[:24]}", *pair))
+            pairs.setdefault(f"{r.backend} {r.threads} thr, {r.machine[:24]}", []).append(pair)
+    # one roofline per machine, backend and thread count (the median of its records), however many ran
+    lines = [(label, statistics.median(p for p, _ in got), statistics.median(b for _, b in got))
+             for label, got in pairs.items()]
     if not lines:
         return None
     plt = _plt()

@@ -1,13 +1,15 @@
 """The report's tables as plain rows: one table per workload, and the claim reproduction summary."""
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pandas as pd
 
-from harness.claims import ClaimVerdict, claim_counts, rejudge, summarize_claims
+from harness.claims import ClaimVerdict, rejudge
 from harness.intervals import level_text
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
@@ -34,11 +36,16 @@ def _num(x: Any, fmt: str = "{:.4g}") -> str:
 
 def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
     """{workload: rows} in a stable order (params, machine, backend, ranks, threads)."""
-    out: dict[str, list[list[str]]] = {}
+    return dict(iter_case_rows(df))
+
+
+def iter_case_rows(df: pd.DataFrame) -> Iterator[tuple[str, list[list[str]]]]:
+    """(workload, its rows), one workload at a time: a report of 100,000 records never holds
+    every table row at once."""
     if df.empty:
-        return out
-    ordered = df.sort_values(["workload", "params", "machine", "backend", "ranks", "threads", "created"])
-    for workload, group in ordered.groupby("workload", sort=True):
+        return
+    for workload in sorted(df.workload.unique()):
+        group = df[df.workload == workload].sort_values(["params", "machine", "backend", "ranks", "threads", "created"])
         rows = []
         for r in group.itertuples(index=False):
             ci = "" if r.ci95_low_s is None or pd.isna(r.ci95_low_s) else f"[{r.ci95_low_s:.4g}, {r.ci95_high_s:.4g}]"
@@ -52,11 +59,10 @@ def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
                 _num(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
                 _num(r.comm_imbalance, "{:.3f}"),
                 energy_text(r.energy_j, r.median_s, r.throughput, r.throughput_unit),
-                summarize_claims(verdicts(r.claims)),
+                claims_text(r),
                 (r.reason or "").splitlines()[0][:160] if r.reason else "",
             ])
-        out[str(workload)] = rows
-    return out
+        yield str(workload), rows
 
 
 def energy_text(joules: Any, seconds: Any, throughput: Any, unit: str) -> str:
@@ -95,8 +101,23 @@ def table_notes(rows: list[list[str]]) -> str:
     return "; ".join(n for n in notes if n)
 
 
-def verdicts(claims: list[dict[str, Any]]) -> list[ClaimVerdict]:
-    return [ClaimVerdict.from_json(c) for c in claims]
+def verdicts(claims: str | list[dict[str, Any]] | None) -> list[ClaimVerdict]:
+    """The verdicts of a frame row's claims column (JSON text, or the dicts themselves)."""
+    if isinstance(claims, str):
+        claims = json.loads(claims)
+    return [ClaimVerdict.from_json(c) for c in claims or []]
+
+
+COUNT_COLUMNS = {"pass": "claims_passed", "fail": "claims_failed", "inconclusive": "claims_inconclusive",
+                 "not_evaluated": "claims_not_evaluated", "not_applicable": "claims_not_applicable"}
+
+
+def claims_text(r: Any) -> str:
+    """'2 pass, 1 inconclusive, 3 not applicable' for one frame row, from its count columns."""
+    names = {"pass": "pass", "fail": "fail", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
+             "not_applicable": "not applicable"}
+    counts = {s: int(getattr(r, col) or 0) for s, col in COUNT_COLUMNS.items()}
+    return ", ".join(f"{n} {names[s]}" for s, n in counts.items() if n)
 
 
 def measured_text(c: ClaimVerdict) -> str:
@@ -136,20 +157,23 @@ def claim_rows(df: pd.DataFrame) -> list[list[str]]:
     params, or the baseline case of a relative claim, is left out, as are the cases of
     ``harness controls``): the table the papers are checked against. Claims that apply but could
     not be evaluated stay, with the reason; a claim whose plugin declared no control says so."""
-    rows = []
+    return list(iter_claim_rows(df))
+
+
+def iter_claim_rows(df: pd.DataFrame) -> Iterator[list[str]]:
+    """:func:`claim_rows`, one at a time."""
     if df.empty:
-        return rows
+        return
     for r in df.sort_values(["workload", "params", "machine", "backend"]).itertuples(index=False):
         if r.status != "ok" or r.control:
             continue
         for c in verdicts(r.claims):
             if c.status == "not_applicable":
                 continue
-            rows.append([r.workload, c.text, "" if c.paper_value is None else str(c.paper_value),
-                         measured_text(c), verdict_text(c), interval_source(c),
-                         swept_text(json.loads(r.params)) if r.params else "",
-                         r.machine, r.backend, f"{r.ranks}x{r.threads}", c.source])
-    return rows
+            yield [r.workload, c.text, "" if c.paper_value is None else str(c.paper_value),
+                   measured_text(c), verdict_text(c), interval_source(c),
+                   swept_text(json.loads(r.params)) if r.params else "",
+                   r.machine, r.backend, f"{r.ranks}x{r.threads}", c.source]
 
 
 def swept_text(swept: dict[str, Any]) -> str:
@@ -159,8 +183,8 @@ def swept_text(swept: dict[str, Any]) -> str:
 
 def claim_tally(df: pd.DataFrame) -> str:
     """'12 pass, 3 FAIL, 4 inconclusive; 20 not applicable' over the ok, non-control cases."""
-    counts = claim_counts(c for r in df.itertuples(index=False) if r.status == "ok" and not r.control
-                          for c in verdicts(r.claims))
+    judged = df[(df.status == "ok") & (df.control == "")]
+    counts = {s: int(judged[col].sum()) for s, col in COUNT_COLUMNS.items()}
     shown = ", ".join(f"{counts[s]} {VERDICT_TEXT[s]}" for s in ("pass", "fail", "inconclusive", "not_evaluated")
                       if counts[s])
     skipped = f"{counts['not_applicable']} not applicable (not listed)" if counts["not_applicable"] else ""
@@ -173,7 +197,11 @@ def rejudged(df: pd.DataFrame, confidence: float | None) -> pd.DataFrame:
     if confidence is None or df.empty:
         return df
     out = df.copy()
-    out["claims"] = [[rejudge(c, confidence).to_json() for c in verdicts(claims)] for claims in df["claims"]]
+    judged = [[rejudge(c, confidence) for c in verdicts(claims)] for claims in df["claims"]]
+    out["claims"] = [json.dumps([c.to_json() for c in row], separators=(",", ":")) for row in judged]
+    for status, col in COUNT_COLUMNS.items():
+        if status != "not_applicable":
+            out[col] = [sum(c.status == status for c in row) for row in judged]
     return out
 
 
@@ -182,26 +210,46 @@ def no_tags(text: str) -> str:
     return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)
 
 
-def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
+def markdown_table(columns: list[str], rows: Iterable[list[str]]) -> str:
     """A GitHub-flavoured Markdown table; pipes and HTML in cells are escaped (Markdown renders
     raw HTML, and record strings must stay text)."""
+    return "\n".join(markdown_lines(columns, rows))
+
+
+def markdown_lines(columns: list[str], rows: Iterable[list[str]]) -> Iterator[str]:
     def cell(x: str) -> str:
         return no_tags(str(x)).replace("|", "\\|").replace("\n", " ")
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
-    return "\n".join(lines)
+    yield "| " + " | ".join(columns) + " |"
+    yield "|" + "---|" * len(columns)
+    for row in rows:
+        yield "| " + " | ".join(cell(x) for x in row) + " |"
+
+
+def nonempty(rows: Iterator[list[str]]) -> Iterator[list[str]] | None:
+    """``rows`` as they were, or None when there are none (a generator cannot say so itself)."""
+    first = next(rows, None)
+    return None if first is None else itertools.chain([first], rows)
 
 
 def markdown_report(df: pd.DataFrame, problems: list[str]) -> str:
+    return "".join(markdown_parts(df, problems))
+
+
+def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
+    """The Markdown report piece by piece (written as it is made)."""
     energy = energy_note(df)
-    parts = [f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
-             + (f" {energy}." if energy else "")]
-    claims = claim_rows(df)
-    parts.append(f"## Reproduction summary: paper claims ({claim_tally(df)})\n\n"
-                 + (markdown_table(CLAIM_COLUMNS, claims) if claims else "No claims were evaluated."))
-    for workload, rows in case_rows(df).items():
+    yield (f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
+           + (f" {energy}." if energy else ""))
+    yield f"\n\n## Reproduction summary: paper claims ({claim_tally(df)})\n\n"
+    claims = nonempty(iter_claim_rows(df))
+    if claims is None:
+        yield "No claims were evaluated."
+    else:
+        for i, line in enumerate(markdown_lines(CLAIM_COLUMNS, claims)):
+            yield ("\n" if i else "") + line
+    for workload, rows in iter_case_rows(df):
         note = table_notes(rows)
-        parts.append(f"## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows) + (f"\n\n{note}" if note else ""))
+        yield f"\n\n## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows) + (f"\n\n{note}" if note else "")
     if problems:
-        parts.append("## Unreadable lines\n\n" + "\n".join(f"- {no_tags(p)}" for p in problems))
-    return "\n\n".join(parts) + "\n"
+        yield "\n\n## Unreadable lines\n\n" + "\n".join(f"- {no_tags(p)}" for p in problems)
+    yield "\n"

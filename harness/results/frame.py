@@ -1,6 +1,7 @@
 """Records as a pandas DataFrame: one row per case, the columns a comparison needs."""
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 import sys
@@ -11,15 +12,28 @@ import pandas as pd
 
 from harness.claims import claim_counts
 from harness.results.record import Record
-from harness.results.store import iter_records, results_files
 
 
 # Columns holding lists or dicts, which flat formats (CSV, Parquet) leave out.
 NESTED_COLUMNS = ["samples", "metrics", "ceilings", "claims", "phases"]
+# What a reader may ask to keep: the nested columns, list-valued metrics, the claims' replicates
+# (and "ceiling_metrics": only the metrics a workload names as machine ceilings).
+EVERYTHING = frozenset(NESTED_COLUMNS) | {"metric_lists", "evidence"}
+
+COLUMNS = ["file", "workload", "case_id", "size", "params", "machine", "emulated", "backend", "library",
+           "verified", "ranks", "threads", "status", "reason", "median_s", "ci95_low_s", "ci95_high_s", "cov",
+           "unstable", "throughput", "throughput_unit", "fraction_of_peak", "comm_fraction", "comm_imbalance",
+           "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
+           "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_total", "control",
+           "created", "run_id", "samples", "metrics", "ceilings", "claims", "phases"]
 
 
-def row(record: Record, source: str = "") -> dict[str, Any]:
-    """One DataFrame row: the columns a comparison needs (claims kept as their JSON dicts)."""
+def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> dict[str, Any]:
+    """One DataFrame row (COLUMNS): what a comparison needs. ``claims`` holds the JSON text of
+    the verdicts that apply to the case (text: 100,000 rows of dicts would take gigabytes;
+    not-applicable ones are only counted, in ``claims_not_applicable``). A nested column not in
+    ``keep`` is None, and so are list-valued metrics without "metric_lists" and the claims'
+    replicate values without "evidence": a reader of 100,000 records keeps what it shows."""
     stats = record.stats
     ci = (stats.ci95 if stats else None) or [None, None]
     comm = record.comm
@@ -64,34 +78,63 @@ def row(record: Record, source: str = "") -> dict[str, Any]:
         "control": record.control.role if record.control else "",
         "created": record.created,
         "run_id": record.run_id,
-        "samples": record.samples,
-        "metrics": record.metrics,
-        "ceilings": record.workload.ceilings,
-        "claims": [shared(c.to_json()) for c in record.claims],
-        "phases": {k: v.max_s for k, v in record.phases.items()},
+        "samples": record.samples if "samples" in keep else None,
+        "metrics": _metrics(record, keep),
+        "ceilings": record.workload.ceilings if "ceilings" in keep else None,
+        "claims": json.dumps([_claim_json(c, "evidence" in keep) for c in record.claims
+                              if c.status != "not_applicable"], separators=(",", ":"))
+        if "claims" in keep else None,
+        # JSON text {phase: slowest rank's seconds per repeat}, for the same reason as claims
+        "phases": json.dumps({k: v.max_s for k, v in record.phases.items()}) if "phases" in keep else None,
     }
 
 
-def shared(value: Any) -> Any:
-    """``value`` with its strings interned: the claims' texts, sources and descriptions repeat in
-    every record of a workload, and 100,000 rows would otherwise hold 100,000 copies of each."""
-    if isinstance(value, str):
-        return sys.intern(value)
-    if isinstance(value, dict):
-        return {sys.intern(k): shared(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [shared(v) for v in value]
-    return value
+def _metrics(record: Record, keep: frozenset[str]) -> dict[str, Any] | None:
+    """The metrics a reader keeps: all, the scalar ones (without "metric_lists"), only those the
+    workload names as machine ceilings ("ceiling_metrics": the roofline plot), or none."""
+    if "metrics" in keep:
+        if "metric_lists" in keep:
+            return record.metrics
+        return {k: v for k, v in record.metrics.items() if not isinstance(v, (list, dict))}
+    if "ceiling_metrics" in keep:
+        return {k: record.metrics[k] for k in record.workload.ceilings if k in record.metrics}
+    return None
 
 
-def load_frame(paths: Iterable[str | pathlib.Path]) -> tuple[pd.DataFrame, list[str]]:
+def _claim_json(claim: Any, evidence: bool) -> dict[str, Any]:
+    """A verdict's JSON; without ``evidence`` (a report at the records' own level) also without
+    what the tables never show (the replicate values, the description, the control)."""
+    out = claim.to_json()
+    if not evidence:
+        for key in ("evidence", "description", "control", "when"):
+            out.pop(key, None)
+    return out
+
+
+# Columns whose values repeat from row to row: interned where a row is made, so that the
+# rows a reading process sends back share one string per chunk (pickle keeps one copy of an
+# object it meets twice), not one per row.
+REPEATING = ("file", "workload", "size", "params", "machine", "backend", "library", "status",
+             "throughput_unit", "energy_method", "allreduce_profiler", "control", "run_id")
+
+
+def row_values(record: Record, source: str, keep: frozenset[str] = EVERYTHING) -> tuple[Any, ...]:
+    """:func:`row`'s values in COLUMNS order: a tuple is what crosses from a reading process."""
+    values = row(record, source, keep)
+    for key in REPEATING:
+        if isinstance(values[key], str):
+            values[key] = sys.intern(values[key])
+    return tuple(values.values())
+
+
+def load_frame(paths: Iterable[str | pathlib.Path], keep: frozenset[str] = EVERYTHING) -> tuple[pd.DataFrame, list[str]]:
     """All readable records of files/folders as one DataFrame, and the problems of bad lines.
-    Records are read one at a time and only their row is kept."""
-    rows: list[dict[str, Any]] = []
-    problems: list[str] = []
-    for f in results_files(paths):
-        rows.extend(row(r, str(f)) for r in iter_records(f, problems))
-    return pd.DataFrame(rows), problems
+    Records are parsed by a pool of processes (harness.results.scan) and only their row, with the
+    parts in ``keep``, comes back."""
+    from harness.results.scan import scan
+
+    rows, problems = scan(paths, functools.partial(row_values, keep=keep))
+    return pd.DataFrame.from_records(rows, columns=COLUMNS), problems
 
 
 def load(paths: Iterable[str | pathlib.Path] | str | pathlib.Path) -> pd.DataFrame:

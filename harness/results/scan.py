@@ -1,0 +1,98 @@
+"""Reading many records fast: each results file is cut into chunks at line boundaries and the
+chunks are parsed, validated and reduced to what the reading verb keeps by a pool of processes,
+one per CPU (at most 8). A record's JSON costs about 0.4 ms to parse and check in Python; on two
+cores 100,000 records then take about half the minute they would take in one process.
+
+Only the reduced rows cross back to the reading process, never the records: memory follows the
+rows a verb shows. Small inputs (under CHUNK_BYTES in all) are read in the calling process.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pathlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from harness.results.record import Record
+from harness.results.store import MAX_LINE_BYTES, iter_records, parse_line, results_files
+
+CHUNK_BYTES = 16 * 2**20
+MAX_WORKERS = 8
+
+RowMaker = Callable[[Record, str], Any]
+
+
+def _chunks(path: pathlib.Path) -> list[tuple[int, int]]:
+    """(start, end) byte ranges of ``path`` of about CHUNK_BYTES, each ending after a newline."""
+    size = path.stat().st_size
+    bounds, start = [], 0
+    with open(path, "rb") as f:
+        while start < size:
+            end = min(size, start + CHUNK_BYTES)
+            if end < size:
+                f.seek(end)
+                while True:                       # to the end of the line the cut fell in
+                    piece = f.readline(CHUNK_BYTES)
+                    if not piece or piece.endswith(b"\n"):
+                        break
+                end = f.tell()
+            bounds.append((start, end))
+            start = end
+    return bounds
+
+
+def _scan_chunk(task: tuple[str, int, int, RowMaker]) -> tuple[list[Any], list[tuple[int, str]], int]:
+    """(rows, [(line index in the chunk, problem)], lines in the chunk) of one byte range."""
+    path, start, end, make_row = task
+    rows, problems, index = [], [], 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        while f.tell() < end:
+            raw = f.readline(min(MAX_LINE_BYTES + 1, end - f.tell()))
+            if not raw:
+                break
+            index += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                while f.tell() < end and not f.readline(MAX_LINE_BYTES).endswith(b"\n"):
+                    pass
+            line = raw.decode("utf-8", errors="replace")
+            if not line.strip():
+                continue
+            record, problem = parse_line(line)
+            if record is None:
+                problems.append((index, f"{problem}; line skipped"))
+            else:
+                rows.append(make_row(record, path))
+    return rows, problems, index
+
+
+def workers() -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cpus))
+
+
+def scan(paths: Iterable[str | pathlib.Path], make_row: RowMaker) -> tuple[list[Any], list[str]]:
+    """``make_row(record, file)`` of every readable record of the files and folders, in file
+    order, and one 'file:line: problem' per bad line. ``make_row`` must be picklable (a
+    module-level function or a functools.partial of one)."""
+    files = results_files(paths)
+    total = sum(f.stat().st_size for f in files)
+    rows: list[Any] = []
+    problems: list[str] = []
+    if total < 2 * CHUNK_BYTES or workers() == 1:
+        for f in files:
+            rows.extend(make_row(r, str(f)) for r in iter_records(f, problems))
+        return rows, problems
+    tasks = [(str(f), start, end, make_row) for f in files for start, end in _chunks(f)]
+    with multiprocessing.get_context("fork").Pool(workers()) as pool:
+        line_base: dict[str, int] = {}
+        for (path, _, _, _), (chunk_rows, chunk_problems, lines) in zip(tasks, pool.imap(_scan_chunk, tasks)):
+            base = line_base.get(path, 0)
+            rows.extend(chunk_rows)
+            problems.extend(f"{path}:{base + i}: {why}" for i, why in chunk_problems)
+            line_base[path] = base + lines
+    return rows, problems
