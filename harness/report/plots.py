@@ -103,7 +103,7 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
 
     pairs: dict[str, list[tuple[float, float]]] = {}
     for r in df.itertuples():
-        pair = roofline_ceilings(r.ceilings, r.metrics) if r.status == "ok" else None
+        pair = roofline_ceilings(r.ceilings, r.metrics) if r.status == "ok" and r.ceilings and r.metrics else None
         if pair:
             pairs.setdefault(f"{r.backend} {r.threads} thr, {r.machine[:24]}", []).append(pair)
     # one roofline per machine, backend and thread count (the median of its records), however many ran

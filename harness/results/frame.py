@@ -80,7 +80,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "run_id": record.run_id,
         "samples": record.samples if "samples" in keep else None,
         "metrics": _metrics(record, keep),
-        "ceilings": record.workload.ceilings if "ceilings" in keep else None,
+        "ceilings": (record.workload.ceilings or None) if "ceilings" in keep else None,
         "claims": json.dumps([_claim_json(c, "evidence" in keep) for c in record.claims
                               if c.status != "not_applicable"], separators=(",", ":"))
         if "claims" in keep else None,
@@ -96,7 +96,7 @@ def _metrics(record: Record, keep: frozenset[str]) -> dict[str, Any] | None:
         if "metric_lists" in keep:
             return record.metrics
         return {k: v for k, v in record.metrics.items() if not isinstance(v, (list, dict))}
-    if "ceiling_metrics" in keep:
+    if "ceiling_metrics" in keep and record.workload.ceilings:
         return {k: record.metrics[k] for k in record.workload.ceilings if k in record.metrics}
     return None
 
