@@ -374,9 +374,14 @@ def claim_counts(verdicts: Iterable[ClaimVerdict]) -> dict[Status, int]:
 
 def summarize_claims(verdicts: Iterable[ClaimVerdict]) -> str:
     """One line for tables and progress: ``2 pass, 1 fail, 1 inconclusive`` ('' when none)."""
+    return counts_text(claim_counts(verdicts))
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """``2 pass, 1 fail, 3 not applicable`` from verdict counts by status ('' when all are 0)."""
     names = {"pass": "pass", "fail": "fail", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
              "not_applicable": "not applicable"}
-    return ", ".join(f"{n} {names[s]}" for s, n in claim_counts(verdicts).items() if n)
+    return ", ".join(f"{counts[s]} {names[s]}" for s in names if counts.get(s))
 
 
 @dataclass

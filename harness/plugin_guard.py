@@ -21,7 +21,6 @@ from typing import Any
 from harness.errors import Interrupted
 
 DEFAULT_IMPORT_TIMEOUT_S = 30.0
-KEPT_OUTPUT = 4096     # characters of a plugin's printing kept (and discarded) per guarded call
 
 
 class PluginTimeout(Exception):
@@ -80,19 +79,12 @@ def deadline(seconds: float) -> Iterator[None]:
 
 
 class _Sink(io.TextIOBase):
-    """A stdout/stderr stand-in that keeps the first KEPT_OUTPUT characters and drops the rest."""
-
-    def __init__(self) -> None:
-        self.kept: list[str] = []
-        self.size = 0
+    """A stdout/stderr stand-in that drops what is written to it."""
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
-        if self.size < KEPT_OUTPUT:
-            self.kept.append(text[:KEPT_OUTPUT - self.size])
-        self.size += len(text)
         return len(text)
 
 

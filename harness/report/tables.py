@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.claims import ClaimVerdict, rejudge
+from harness.claims import ClaimVerdict, counts_text, rejudge
 from harness.intervals import level_text
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
@@ -114,10 +114,7 @@ COUNT_COLUMNS = {"pass": "claims_passed", "fail": "claims_failed", "inconclusive
 
 def claims_text(r: Any) -> str:
     """'2 pass, 1 inconclusive, 3 not applicable' for one frame row, from its count columns."""
-    names = {"pass": "pass", "fail": "fail", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
-             "not_applicable": "not applicable"}
-    counts = {s: int(getattr(r, col) or 0) for s, col in COUNT_COLUMNS.items()}
-    return ", ".join(f"{n} {names[s]}" for s, n in counts.items() if n)
+    return counts_text({s: int(getattr(r, col) or 0) for s, col in COUNT_COLUMNS.items()})
 
 
 def measured_text(c: ClaimVerdict) -> str:

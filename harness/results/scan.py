@@ -4,16 +4,16 @@ one per CPU (at most 8). A record's JSON costs about 0.4 ms to parse and check i
 cores 100,000 records then take about half the minute they would take in one process.
 
 Only the reduced rows cross back to the reading process, never the records: memory follows the
-rows a verb shows. Small inputs (under CHUNK_BYTES in all) are read in the calling process.
+rows a verb shows. Small inputs (under two chunks in all) are read in the calling process.
 """
 from __future__ import annotations
 
 import multiprocessing
-import os
 import pathlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from harness.hardware.fingerprint import usable_cpus
 from harness.results.record import Record
 from harness.results.store import MAX_LINE_BYTES, iter_records, parse_line, results_files
 
@@ -68,11 +68,7 @@ def _scan_chunk(task: tuple[str, int, int, RowMaker]) -> tuple[list[Any], list[t
 
 
 def workers() -> int:
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cpus = os.cpu_count() or 1
-    return max(1, min(MAX_WORKERS, cpus))
+    return max(1, min(MAX_WORKERS, usable_cpus()))
 
 
 def scan(paths: Iterable[str | pathlib.Path], make_row: RowMaker) -> tuple[list[Any], list[str]]:
