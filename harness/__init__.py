@@ -8,27 +8,63 @@ submodules is needed, and those may change)::
 - ``Workload``, ``Param`` (int, float, str, bool, or ``list`` with ``item=``), ``Claim`` and its
   ``Control``: what a workload declares. ``RunContext``: what ``setup``/``run`` receive.
 - ``Backend``, ``Verification``: what a compute-library backend declares and proves.
+- ``Record``: a stored result (what ``harness.results`` readers return); ``ClaimVerdict``: one
+  claim judged on a record. Hooks receive the stored line as a dict (see docs/plugins.md).
 - ``UsageError`` (bad input: exit status 2, one line) and ``did_you_mean`` (an error suggesting the
   closest known names), for ``check_params``.
 - ``pyplot``, ``save_figure``, ``draw_rooflines``: matplotlib on the Agg backend, figures closed.
 - ``hardware_profiles``: the registered hardware profiles' data by name.
 - ``split_list``, ``parse_int_list``: the list syntax of the command line (``1:2:4``).
 - ``hookimpl``: the marker of the hooks in ``harness.hookspecs`` (see that module's docs).
+- ``run_once`` (also ``harness.testing.run_once``): a workload's repeats in-process, for a plugin's
+  unit tests.
+
+Names are imported on first use (PEP 562), so ``import harness`` costs next to nothing: the
+command line and a worker load only what they touch, and pandas only when a DataFrame is asked for.
 """
 from __future__ import annotations
 
-from harness.backend import Backend, Verification
-from harness.claims import Claim, ClaimVerdict, Control
-from harness.errors import UsageError, did_you_mean
-from harness.hardware.profiles import hardware_profiles
-from harness.hookspecs import hookimpl
-from harness.params import Param, parse_int_list, split_list
-from harness.plotting import draw_rooflines, pyplot, save_figure
-from harness.protocol.context import RunContext
-from harness.workload import Workload
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["hookimpl", "Workload", "Param", "Claim", "Control", "ClaimVerdict", "RunContext", "Backend",
-           "Verification", "UsageError", "did_you_mean", "hardware_profiles", "pyplot", "save_figure",
-           "draw_rooflines", "split_list", "parse_int_list", "__version__"]
+#: public name -> the module that defines it
+_EXPORTS = {
+    "hookimpl": "harness.hookspecs", "Workload": "harness.workload", "Param": "harness.params",
+    "Claim": "harness.claims", "Control": "harness.claims", "ClaimVerdict": "harness.claims",
+    "RunContext": "harness.protocol.context", "Backend": "harness.backend", "Verification": "harness.backend",
+    "Record": "harness.results.record", "UsageError": "harness.errors", "did_you_mean": "harness.errors",
+    "hardware_profiles": "harness.hardware.profiles", "pyplot": "harness.plotting",
+    "save_figure": "harness.plotting", "draw_rooflines": "harness.plotting", "split_list": "harness.params",
+    "parse_int_list": "harness.params", "run_once": "harness.testing",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value      # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:   # for type checkers and IDEs: the same names, eagerly
+    from harness.backend import Backend, Verification  # noqa: F401
+    from harness.claims import Claim, ClaimVerdict, Control  # noqa: F401
+    from harness.errors import UsageError, did_you_mean  # noqa: F401
+    from harness.hardware.profiles import hardware_profiles  # noqa: F401
+    from harness.hookspecs import hookimpl  # noqa: F401
+    from harness.params import Param, parse_int_list, split_list  # noqa: F401
+    from harness.plotting import draw_rooflines, pyplot, save_figure  # noqa: F401
+    from harness.protocol.context import RunContext  # noqa: F401
+    from harness.results.record import Record  # noqa: F401
+    from harness.testing import run_once  # noqa: F401
+    from harness.workload import Workload  # noqa: F401

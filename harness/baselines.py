@@ -1,5 +1,6 @@
-"""Relative claims in one place: which cases are baselines, the plan order that runs them first,
-and the index of a run's ok records against which every claim of a new case is judged.
+"""The evidence claims are judged on, and the index of a run's ok records against which every
+claim of a new case is judged (which cases are baselines, and the order that runs them first, is
+planning: :mod:`harness.plan`).
 
 A relative claim (``relative_to={"msf": 1}``) compares a case with the case that differs only in
 those params (or in ``ranks``/``threads``). Its verdict is decided when the compared case's record
@@ -14,9 +15,9 @@ from harness.claims import ClaimVerdict, NotANumber, as_number, not_a_number
 from harness.intervals import DEFAULT_CONFIDENCE, Arm
 from harness.results.record import Record
 
+from harness.plan import Case, baseline_of, judged_params
+
 if TYPE_CHECKING:
-    from harness.plan import Case
-    from harness.registry import Registry
     from harness.workload import Workload
 
 
@@ -49,74 +50,6 @@ def evidence(metrics: dict[str, Any], samples: dict[str, list[Any]],
 
 def record_evidence(record: Record, workload: Workload) -> dict[str, Arm | NotANumber]:
     return evidence(record.metrics, record.metric_samples, record.replicates, workload.variation)
-
-
-def judged_params(case: Case) -> dict[str, Any]:
-    """The params claims see: the workload's params plus ``ranks`` and ``threads``."""
-    return {**case.params, "ranks": case.ranks, "threads": case.threads}
-
-
-def is_baseline(case: Case, workload: Workload) -> bool:
-    """True when ``case`` is the baseline of one of the workload's relative claims."""
-    values = judged_params(case)
-    return any(claim.is_baseline(values) for claim in workload.claims)
-
-
-def baseline_of(case: Case, relative_to: dict[str, Any]) -> tuple[dict[str, Any], int, int | None]:
-    """(params, ranks, threads) of the case that ``case`` is compared with under ``relative_to``;
-    threads None: any (a baseline at another rank count is matched whatever its threads, since
-    the default thread count follows the ranks)."""
-    params = dict(case.params, **{k: v for k, v in relative_to.items() if k not in ("ranks", "threads")})
-    ranks = relative_to.get("ranks", case.ranks)
-    threads = relative_to.get("threads", None if "ranks" in relative_to else case.threads)
-    return params, ranks, threads
-
-
-def _judged_against(case: Case, other: Case, workload: Workload) -> bool:
-    """True when ``other`` is the baseline of a relative claim that applies to ``case``."""
-    if (other.workload, other.size, other.backend) != (case.workload, case.size, case.backend):
-        return False
-    params = judged_params(case)
-    for claim in workload.claims:
-        if claim.relative_to is None or claim.applies(params) or claim.is_baseline(params):
-            continue
-        want, ranks, threads = baseline_of(case, claim.relative_to)
-        if other.params == want and other.ranks == ranks and threads in (None, other.threads):
-            return True
-    return False
-
-
-def _dependencies_first(cases: list[Case], workload: Workload) -> list[Case]:
-    """``cases`` in their order, except that a case comes after the cases it is judged against
-    (a baseline can itself have a relative claim on another baseline)."""
-    todo, out = list(cases), []
-    while todo:
-        ready = next((c for c in todo if not any(_judged_against(c, o, workload) for o in todo if o is not c)),
-                     todo[0])   # a cycle cannot be ordered: keep the listed order
-        todo.remove(ready)
-        out.append(ready)
-    return out
-
-
-def baselines_first(cases: list[Case], registry: Registry) -> list[Case]:
-    """The cases in their order, except that the baselines of a workload's relative claims move
-    up to where that workload's first case stands (each after the baselines it is itself judged
-    against), so the other cases' claims are evaluated in the same run whatever order a sweep
-    lists its values in."""
-    baselines: dict[str, list[Case]] = {}
-    flags = [is_baseline(c, registry.workload(c.workload)) for c in cases]
-    for c, flag in zip(cases, flags):
-        if flag:
-            baselines.setdefault(c.workload, []).append(c)
-    out: list[Case] = []
-    seen: set[str] = set()
-    for c, flag in zip(cases, flags):
-        if c.workload not in seen:
-            seen.add(c.workload)
-            out.extend(_dependencies_first(baselines.get(c.workload, []), registry.workload(c.workload)))
-        if not flag:
-            out.append(c)
-    return out
 
 
 class RunIndex:

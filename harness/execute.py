@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
 from harness.launch.slurm import allocation_note
 from harness.plan import Case
+from harness.progress import Heartbeat
 from harness.plugin_guard import available, describe, guarded
 from harness.protocol.aggregate import comm_summary, phase_summary, repeat_samples, resource_summary
 from harness.protocol.pmpi import ready_hook
@@ -210,8 +212,10 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-def execute(case: Case, session: Session) -> Record:
-    """Run ``case`` and return its record (not yet written)."""
+def execute(case: Case, session: Session, show: Callable[[str], None] | None = None, live: bool = False) -> Record:
+    """Run ``case`` and return its record, measured but not judged and not yet written (the run
+    loop, :mod:`harness.runloop`, judges and writes). ``show`` receives the worker's progress:
+    every second when ``live`` (a terminal's status line), else every HARNESS_HEARTBEAT_S."""
     record = base_record(case, session)
     t_start = time.perf_counter()
     why = skip_reason(case, session.registry, session.launcher, session.oversubscribe)
@@ -245,7 +249,8 @@ def execute(case: Case, session: Session) -> Record:
     record.system_load["before"] = _load()
 
     try:
-        proc = run_process(launch.argv, launch.env, case.timeout)
+        proc = run_process(launch.argv, launch.env, case.timeout,
+                           on_tick=Heartbeat(files.folder, show, live) if show is not None else None)
     except KeyboardInterrupt as stop:   # the case's processes are already gone (run_process)
         signum = getattr(stop, "signum", 2)
         record.status = "failed"
@@ -271,7 +276,7 @@ def execute(case: Case, session: Session) -> Record:
 
 
 def fill_from_result(record: Record, result: WorkerResult, case: Case, session: Session) -> None:
-    """Samples, statistics, phases, comm, verification, metrics and claims from a worker result."""
+    """Samples, statistics, phases, comm, verification and metrics from a worker result."""
     ranks = result.ranks
     record.samples = repeat_samples(ranks)
     record.samples_per_rank = [r["samples"] for r in ranks]
@@ -290,13 +295,11 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
     v = result.verification
     record.backend.verified = v.ok if case.backend else None
     record.backend.library, record.backend.evidence, record.backend.warnings = v.library, v.evidence, v.warnings
-    judge_claims(record, case, session)
     if case.backend and not (v.ok and all(result.verification_per_rank_ok)):
         record.status = "failed"
         record.reason = f"backend {case.backend!r} verification failed: {v.reason or 'see evidence'}"
         return
     record.status = "ok"
-    record.reason = stability_note(record, session.registry.workload(case.workload), session.unstable_cov)
 
 
 def judge_claims(record: Record, case: Case, session: Session) -> None:

@@ -14,13 +14,9 @@ import pluggy
 
 from harness import hookspecs
 from harness.backend import Backend
-from harness.claims import Claim
-from harness.intervals import SOURCES
-from harness.errors import UsageError, did_you_mean
-from harness.params import Param
+from harness.errors import did_you_mean
 from harness.plugin_guard import deadline, describe, guarded, import_deadline_s
-from harness.results.record import Record
-from harness.workload import SIZES, Workload
+from harness.workload import Workload, checked_workload
 
 BUILTIN_DISTRIBUTION = "hpml-harness"
 
@@ -72,18 +68,19 @@ class Registry:
                 problems.append(Problem(impl.plugin_name, f"{hook} raised {describe(exc)}"))
         return problems
 
-    def notify_case_finished(self, record: Record) -> list[Problem]:
-        """Hooks receive the record's JSON form (a plain dict, schema version 3): a stable contract."""
-        return self._notify("harness_case_finished", record=record.to_json())
+    def notify_case_finished(self, stored: dict[str, Any]) -> list[Problem]:
+        """Hooks receive the line as it was stored (a plain dict, schema version 3): a stable
+        contract, the same values (NaN as null, with the note) that readers of the file see."""
+        return self._notify("harness_case_finished", record=stored)
 
-    def notify_run_finished(self, records: list[Record], out_dir: pathlib.Path) -> list[Problem]:
-        """A plugin that provides workloads receives only their records; any other plugin (an
-        exporter, say) receives them all."""
+    def notify_run_finished(self, records: list[dict[str, Any]], out_dir: pathlib.Path) -> list[Problem]:
+        """``records``: stored lines. A plugin that provides workloads receives only their records;
+        any other plugin (an exporter, say) receives them all."""
         own = {source for (kind, _), source in self.sources.items() if kind == "workload"}
 
         def records_for(plugin: str) -> dict[str, Any]:
-            mine = [r for r in records if r.workload.source == plugin] if plugin in own else records
-            return {"records": [r.to_json() for r in mine]}
+            mine = [r for r in records if r["workload"]["source"] == plugin] if plugin in own else records
+            return {"records": mine}
         return self._notify("harness_run_finished", per_plugin=records_for, out_dir=out_dir)
 
 
@@ -141,86 +138,6 @@ def _checked(check: Any) -> Any:
     return safe
 
 
-def _strings(value: Any) -> bool:
-    return isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value)
-
-
-def _shape_problem(obj: Workload) -> str:
-    """Why the workload's declarations have the wrong shape (None where a dict belongs, a
-    string where a tuple of names belongs), or ''. Checked before anything iterates them."""
-    name = obj.name
-    if not isinstance(obj.sizes, dict) or not all(isinstance(k, str) and isinstance(v, dict)
-                                                  for k, v in obj.sizes.items()):
-        return f"workload {name!r}: sizes must map size names to dicts of param values, not {obj.sizes!r:.80}"
-    if "smoke" not in obj.sizes:
-        return (f"workload {name!r} has no 'smoke' size: every workload needs one (suite smoke, "
-                "`harness controls` and CI run it); add sizes['smoke'] = {...} with a tiny problem")
-    if not isinstance(obj.params, dict) or not all(isinstance(k, str) and isinstance(v, Param)
-                                                   for k, v in obj.params.items()):
-        return f"workload {name!r}: params must map names to harness.Param objects, not {obj.params!r:.80}"
-    for pname, param in obj.params.items():
-        try:
-            param.validate(param.default, pname)
-        except UsageError as exc:
-            return f"workload {name!r}: the default of param {pname!r} is not a valid value ({exc})"
-    if not isinstance(obj.claims, (list, tuple)):
-        return f"workload {name!r}: claims must be a list of harness.Claim objects, not {obj.claims!r:.80}"
-    for attr in ("frameworks", "requires"):
-        if not _strings(getattr(obj, attr)):
-            return (f"workload {name!r}: {attr} must be a tuple of names, e.g. ('torch',), "
-                    f"not {getattr(obj, attr)!r:.80}")
-    if not isinstance(obj.install, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                    for k, v in obj.install.items()):
-        return f"workload {name!r}: install must map module names to pip requirements, not {obj.install!r:.80}"
-    if not isinstance(obj.ceilings, dict):
-        return f"workload {name!r}: ceilings must map metric names to units, not {obj.ceilings!r:.80}"
-    for attr, least in (("default_ranks", 1), ("default_repeats", 1), ("default_warmup", 0)):
-        value = getattr(obj, attr)
-        if value is None and attr != "default_ranks":
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            return f"workload {name!r}: {attr} must be an integer >= {least}, not {value!r:.80}"
-    return ""
-
-
-def _check_workload(obj: Any) -> tuple[Workload | None, str]:
-    if isinstance(obj, type) and issubclass(obj, Workload):
-        obj = obj()
-    if not isinstance(obj, Workload):
-        return None, f"expected a harness.Workload, got {type(obj).__name__}"
-    if not isinstance(obj.name, str) or not obj.name.isidentifier():
-        return None, f"workload name {obj.name!r:.80} must be a Python identifier"
-    if type(obj).run is Workload.run:
-        return None, f"workload {obj.name!r} does not implement run(ctx)"
-    shape = _shape_problem(obj)
-    if shape:
-        return None, shape
-    unknown = set(obj.sizes) - set(SIZES)
-    if unknown:
-        return None, f"workload {obj.name!r} has unknown sizes {sorted(unknown)} (allowed: {SIZES})"
-    if obj.default_size not in obj.sizes:
-        return None, f"workload {obj.name!r} default_size {obj.default_size!r} is not in its sizes"
-    for size, values in obj.sizes.items():
-        bad = set(values) - set(obj.params)
-        if bad:
-            return None, f"workload {obj.name!r} size {size!r} sets undeclared params {sorted(bad)}"
-    if not all(isinstance(c, Claim) for c in obj.claims):
-        return None, f"workload {obj.name!r}: claims must be harness.Claim objects"
-    tp = obj.throughput
-    if tp is not None and not (isinstance(tp, tuple) and len(tp) in (2, 3) and all(isinstance(x, str) for x in tp)):
-        return None, (f"workload {obj.name!r}: throughput must be (metric, unit[, fraction-of-peak metric]), "
-                      f"e.g. ('samples_per_s', 'samples/s'), not {tp!r}")
-    variation = obj.variation
-    if not isinstance(variation, dict) or not all(isinstance(k, str) and v in SOURCES for k, v in variation.items()):
-        return None, (f"workload {obj.name!r}: variation must map metric names to one of {', '.join(SOURCES)}, "
-                      f"e.g. {{'test_accuracy': 'seeds'}}, not {variation!r}")
-    for claim in obj.claims:
-        bad = set((claim.control.params if claim.control else {})) - set(obj.params) - {"ranks", "threads"}
-        if bad:
-            return None, f"workload {obj.name!r}: the control of claim {claim.text!r} sets undeclared params {sorted(bad)}"
-    return obj, ""
-
-
 def _check_backend(obj: Any) -> tuple[Backend | None, str]:
     if isinstance(obj, type) and issubclass(obj, Backend):
         obj = obj()
@@ -256,7 +173,7 @@ def build_registry(extra_plugins: list[tuple[str, object]] | None = None,
             registry.problems.append(Problem(label, f"cannot register: {describe(exc)}"))
 
     collect = [
-        ("harness_workloads", "workload", _check_workload, registry.workloads),
+        ("harness_workloads", "workload", checked_workload, registry.workloads),
         ("harness_backends", "backend", _check_backend, registry.backends),
     ]
     for hook, kind, check, target in collect:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.casefiles import Verification, WorkerResult, WorkerSpec
 from harness.protocol.comm import ProfiledComm
+from harness.progress import PROGRESS_NAME, ProgressWriter
 from harness.protocol.context import RunContext
 from harness.protocol.energy import energy_meter
 from harness.protocol.phases import PhaseClock
@@ -145,6 +146,18 @@ def run_case(spec: WorkerSpec) -> None:
                      profile_dirs=[pathlib.Path(d) for d in spec.profile_dirs],
                      _comm=comm, _comm_error=comm_error)
 
+    progress = (ProgressWriter(spec.files.folder / PROGRESS_NAME, lambda: clock._stack[-1] if clock._stack else None)
+                if rank == 0 else None)
+    try:
+        _measure(spec, world, rank, workload, backend, clock, comm, ctx, progress, hook_note)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _measure(spec: WorkerSpec, world: Any, rank: int, workload: Any, backend: Backend | None, clock: PhaseClock,
+             comm: ProfiledComm | None, ctx: RunContext, progress: ProgressWriter | None, hook_note: str) -> None:
+    """Setup, the warmup and measured repeats, teardown and verification; rank 0 writes the result."""
     if backend is not None:
         backend.activate()
     t_setup = time.perf_counter()
@@ -163,6 +176,8 @@ def run_case(spec: WorkerSpec) -> None:
     meter, energy = energy_meter(gpus_used=on_device) if rank == 0 else (None, {})
     for i in range(warmup + repeats):
         measured = i >= warmup
+        if progress is not None:
+            progress.repeat(i, warmup + repeats, warmup)
         if world is not None:
             world.Barrier()
         if i == warmup:
@@ -192,6 +207,8 @@ def run_case(spec: WorkerSpec) -> None:
                 for rid, value in by_id.items():
                     replicates.setdefault(key, {}).setdefault(rid, []).append(value)
     cpu_s = time.process_time() - cpu0
+    if progress is not None:
+        progress.stage("teardown and verification")
     workload.teardown(ctx)
 
     if backend is not None:

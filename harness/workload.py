@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.claims import Claim, Control  # noqa: F401 - re-exported: the contract's old home
 from harness.errors import UsageError, did_you_mean
+from harness.intervals import SOURCES
 from harness.params import Param
 
 if TYPE_CHECKING:
@@ -91,3 +92,86 @@ class Workload:
                     raise did_you_mean(f"param of workload {self.name!r}:", key, self.params)
                 resolved[key] = self.params[key].validate(value, key)
         return resolved
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value)
+
+
+def _shape_problem(obj: Workload) -> str:
+    """Why the workload's declarations have the wrong shape (None where a dict belongs, a
+    string where a tuple of names belongs), or ''. Checked before anything iterates them."""
+    name = obj.name
+    if not isinstance(obj.sizes, dict) or not all(isinstance(k, str) and isinstance(v, dict)
+                                                  for k, v in obj.sizes.items()):
+        return f"workload {name!r}: sizes must map size names to dicts of param values, not {obj.sizes!r:.80}"
+    if "smoke" not in obj.sizes:
+        return (f"workload {name!r} has no 'smoke' size: every workload needs one (suite smoke, "
+                "`harness controls` and CI run it); add sizes['smoke'] = {...} with a tiny problem")
+    if not isinstance(obj.params, dict) or not all(isinstance(k, str) and isinstance(v, Param)
+                                                   for k, v in obj.params.items()):
+        return f"workload {name!r}: params must map names to harness.Param objects, not {obj.params!r:.80}"
+    for pname, param in obj.params.items():
+        try:
+            param.validate(param.default, pname)
+        except UsageError as exc:
+            return f"workload {name!r}: the default of param {pname!r} is not a valid value ({exc})"
+    if not isinstance(obj.claims, (list, tuple)):
+        return f"workload {name!r}: claims must be a list of harness.Claim objects, not {obj.claims!r:.80}"
+    for attr in ("frameworks", "requires"):
+        if not _strings(getattr(obj, attr)):
+            return (f"workload {name!r}: {attr} must be a tuple of names, e.g. ('torch',), "
+                    f"not {getattr(obj, attr)!r:.80}")
+    if not isinstance(obj.install, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in obj.install.items()):
+        return f"workload {name!r}: install must map module names to pip requirements, not {obj.install!r:.80}"
+    if not isinstance(obj.ceilings, dict):
+        return f"workload {name!r}: ceilings must map metric names to units, not {obj.ceilings!r:.80}"
+    for attr, least in (("default_ranks", 1), ("default_repeats", 1), ("default_warmup", 0)):
+        value = getattr(obj, attr)
+        if value is None and attr != "default_ranks":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            return f"workload {name!r}: {attr} must be an integer >= {least}, not {value!r:.80}"
+    return ""
+
+
+def checked_workload(obj: Any) -> tuple[Workload | None, str]:
+    """(the workload, '') when ``obj`` (an instance or a subclass) keeps the contract, else
+    (None, why, naming the attribute and the fix). The registry calls this on every workload a
+    plugin returns; a plugin's tests can call it too."""
+    if isinstance(obj, type) and issubclass(obj, Workload):
+        obj = obj()
+    if not isinstance(obj, Workload):
+        return None, f"expected a harness.Workload, got {type(obj).__name__}"
+    if not isinstance(obj.name, str) or not obj.name.isidentifier():
+        return None, f"workload name {obj.name!r:.80} must be a Python identifier"
+    if type(obj).run is Workload.run:
+        return None, f"workload {obj.name!r} does not implement run(ctx)"
+    shape = _shape_problem(obj)
+    if shape:
+        return None, shape
+    unknown = set(obj.sizes) - set(SIZES)
+    if unknown:
+        return None, f"workload {obj.name!r} has unknown sizes {sorted(unknown)} (allowed: {SIZES})"
+    if obj.default_size not in obj.sizes:
+        return None, f"workload {obj.name!r} default_size {obj.default_size!r} is not in its sizes"
+    for size, values in obj.sizes.items():
+        bad = set(values) - set(obj.params)
+        if bad:
+            return None, f"workload {obj.name!r} size {size!r} sets undeclared params {sorted(bad)}"
+    if not all(isinstance(c, Claim) for c in obj.claims):
+        return None, f"workload {obj.name!r}: claims must be harness.Claim objects"
+    tp = obj.throughput
+    if tp is not None and not (isinstance(tp, tuple) and len(tp) in (2, 3) and all(isinstance(x, str) for x in tp)):
+        return None, (f"workload {obj.name!r}: throughput must be (metric, unit[, fraction-of-peak metric]), "
+                      f"e.g. ('samples_per_s', 'samples/s'), not {tp!r}")
+    variation = obj.variation
+    if not isinstance(variation, dict) or not all(isinstance(k, str) and v in SOURCES for k, v in variation.items()):
+        return None, (f"workload {obj.name!r}: variation must map metric names to one of {', '.join(SOURCES)}, "
+                      f"e.g. {{'test_accuracy': 'seeds'}}, not {variation!r}")
+    for claim in obj.claims:
+        bad = set((claim.control.params if claim.control else {})) - set(obj.params) - {"ranks", "threads"}
+        if bad:
+            return None, f"workload {obj.name!r}: the control of claim {claim.text!r} sets undeclared params {sorted(bad)}"
+    return obj, ""

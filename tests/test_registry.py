@@ -107,7 +107,7 @@ def test_run_finished_gives_a_workload_plugin_only_its_own_records(tmp_path) -> 
 
     reg = build_registry(extra_plugins=[("wp", WorkloadPlugin()), ("ex", Exporter())], entry_points=False)
     records = [make_record(workload=WorkloadInfo("mine", "wp")), make_record(workload=WorkloadInfo("other", "x"))]
-    assert reg.notify_run_finished(records, tmp_path) == []
+    assert reg.notify_run_finished([r.to_json() for r in records], tmp_path) == []
     assert seen == {"workload plugin": ["mine"], "exporter": ["mine", "other"]}
 
 
@@ -123,7 +123,7 @@ def test_every_builtin_workload_declares_its_throughput() -> None:
 
 
 def test_a_malformed_variation_is_a_plugin_problem_not_a_crash() -> None:
-    from harness.registry import _check_workload
+    from harness.workload import checked_workload
     from harness.workload import Workload
 
     class Odd(Workload):
@@ -133,7 +133,7 @@ def test_a_malformed_variation_is_a_plugin_problem_not_a_crash() -> None:
         def run(self, ctx):
             return {}
 
-    obj, why = _check_workload(Odd())
+    obj, why = checked_workload(Odd())
     assert obj is None and "variation must map metric names" in why
     Odd.variation = {"x": "seeds"}
-    assert _check_workload(Odd())[0] is not None
+    assert checked_workload(Odd())[0] is not None

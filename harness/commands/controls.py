@@ -3,24 +3,27 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import signal
+import pathlib
 import uuid
 
 from rich.markup import escape
 
+from rich.console import Console
+
 from harness.claims import ControlOutcome
-from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table,
+from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table, warn,
                                      warn_problems)
 from harness.commands.run import check_protocol_options, decision_budget
-from harness.controls import cases_in_order, judge, plan_controls
-from harness.decide import DEFAULT_BUDGET_S, until_decided
+from harness.controls import ControlPlan, cases_in_order, judge, plan_controls
+from harness.decide import DEFAULT_BUDGET_S, Budget
+from harness.execute import Session
 from harness.intervals import level_text
-from harness.errors import Interrupted, raise_interrupted
-from harness.execute import CaseInterrupted, Session, execute
-from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out
+from harness.outdir import claim_work_dir, lock_out, prepare_out
+from harness.plan import Case
 from harness.report.tables import measured_text
-from harness.results.record import Record
-from harness.results.store import RESULTS_NAME, append_record
+from harness.results.record import ControlRole, Record
+from harness.results.store import RESULTS_NAME
+from harness.runloop import RunLoop
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -93,58 +96,49 @@ def main(args: argparse.Namespace) -> int:
     todo = cases_in_order(plans)
     console.print(f"{len(plans)} control(s) of {len(names)} workload(s): {len(todo)} case(s) at size smoke "
                   f"-> {out / RESULTS_NAME}")
-    records: dict[str, Record] = {}
-    outcomes: dict[int, ControlOutcome] = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, raise_interrupted)
-    for i, (case, role) in enumerate(todo, 1):
-        try:
-            record = _control_case(case, role, session, plans, records, outcomes, reg, budget)
-        except CaseInterrupted as stop:    # Ctrl-C, SIGTERM, SIGHUP: the case's record is kept
-            stop.record.control = role
-            append_record(out / RESULTS_NAME, stop.record)
-            console.print(f"[{i}/{len(todo)}] {escape(case.label)} ({role.role}) failed "
-                          f"{escape(stop.record.reason)}", soft_wrap=True, highlight=False)
-            finish_work(session.work_dir)
-            raise Interrupted(stop.signum, from_signal=True) from None
-        append_record(out / RESULTS_NAME, record)
-        console.print(f"[{i}/{len(todo)}] {escape(case.label)} ({role.role}) {record.status} "
-                      f"{record.duration_s:.1f}s {escape(record.reason.splitlines()[0][:120] if record.reason else '')}",
-                      soft_wrap=True, highlight=False)
-    finish_work(session.work_dir)
-    return _conclude(args, plans, outcomes, undeclared)
+    loop = ControlLoop(session, out / RESULTS_NAME, console, budget, plans, todo)
+    loop.run([case for case, _ in todo])
+    return _conclude(args, plans, loop.outcomes, undeclared)
 
 
-def _control_case(case, role, session: Session, plans, records: dict[str, Record],
-                  outcomes: dict[int, ControlOutcome], reg, budget) -> Record:
-    """Run one case of the controls, judge the plans it completes, and give a control case whose
-    verdicts are inconclusive its rounds of more repeats."""
-    record = execute(case, session)
-    record.control = role
-    records[case.case_id] = record
-    ready = [j for j, plan in enumerate(plans) if j not in outcomes and plan.case.case_id in records
-             and (plan.baseline is None or plan.baseline.case_id in records)]
+class ControlLoop(RunLoop):
+    """The run loop, judging each claim on its control case (and baseline) instead of the run's
+    index; a control case whose verdicts are inconclusive gets rounds of more repeats."""
 
-    def rejudge(rec: Record, ready: list[int] = ready) -> None:
-        """The plans this case completes, judged (again) at its control case's current level."""
+    def __init__(self, session: Session, results_file: pathlib.Path, console: Console, budget: Budget,
+                 plans: list[ControlPlan], roles: list[tuple[Case, ControlRole]]) -> None:
+        super().__init__(session, results_file, console, budget, warn=warn)
+        self.plans, self.roles = plans, {case.case_id: role for case, role in roles}
+        self.records: dict[str, Record] = {}
+        self.outcomes: dict[int, ControlOutcome] = {}
+
+    def tag(self, case: Case) -> str:
+        return f" ({self.roles[case.case_id].role})"
+
+    def mark(self, case: Case, record: Record) -> None:
+        record.control = self.roles[case.case_id]
+
+    def judge(self, case: Case, record: Record) -> None:
+        """The plans this case completes, judged (again) at its control case's current level; a
+        control case records the claims judged on it as controls."""
+        self.records[case.case_id] = record
         verdicts = []
-        for j in ready:
-            plan = plans[j]
-            level = records[plan.case.case_id].protocol.confidence
-            outcomes[j] = judge(plan, records, reg.workload(plan.workload), level)
-            if outcomes[j].verdict is not None and plan.case.case_id == rec.case_id:
-                verdicts.append(outcomes[j].verdict)
+        for j, plan in enumerate(self.plans):
+            if plan.case.case_id not in self.records or (plan.baseline is not None
+                                                         and plan.baseline.case_id not in self.records):
+                continue
+            if case.case_id not in (plan.case.case_id, getattr(plan.baseline, "case_id", None)):
+                continue
+            level = self.records[plan.case.case_id].protocol.confidence
+            self.outcomes[j] = judge(plan, self.records, self.session.registry.workload(plan.workload), level)
+            if self.outcomes[j].verdict is not None and plan.case.case_id == case.case_id:
+                verdicts.append(self.outcomes[j].verdict)
         if verdicts:
-            rec.claims = verdicts      # a control case records the claims judged on it as controls
+            record.claims = verdicts
 
-    rejudge(record)
-    if role.role == "control" and record.ok and record.claims:
-        # judged at the level its planned looks allow from the first look on, and given rounds of
-        # more repeats while its control verdicts are inconclusive
-        until_decided(record, case, budget, lambda c: execute(c, session), rejudge, session.unstable_cov,
-                      lambda text, c=case: console.print(f"    {escape(c.label)}: {escape(text)}",
-                                                          soft_wrap=True, highlight=False))
-    return record
+    def wants_more(self, case: Case, record: Record) -> bool:
+        # judged at the level its planned looks allow from the first look on
+        return self.roles[case.case_id].role == "control" and record.ok and bool(record.claims)
 
 
 def _conclude(args: argparse.Namespace, plans, outcomes: dict[int, ControlOutcome], undeclared) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import pathlib
-import signal
 import sys
 import uuid
 from collections import Counter
@@ -14,26 +13,22 @@ from rich.markup import escape
 
 from harness.baselines import RunIndex
 from harness.claims import summarize_claims
-from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table, warn,
+from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, warn,
                                      warn_problems, warn_unreadable)
-from harness.decide import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration, until_decided
-from harness.errors import Interrupted, UsageError, raise_interrupted
-from harness.execute import (CaseInterrupted, Session, execute, judge_claims, prepare_launch, skip_reason,
-                             stability_note)
+from harness.decide import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
+from harness.errors import UsageError
+from harness.execute import Session, prepare_launch, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher
 from harness.launch.slurm import script_text_problem
-from harness.outdir import claim_work_dir, finish_work, lock_out, prepare_out, remove_stale_work
+from harness.outdir import claim_work_dir, lock_out, prepare_out, remove_stale_work
 from harness.params import parse_int_list
 from harness.plan import (LIMITS, Case, Overrides, expand, find_suite, parse_param_options, read_suite,
                           within_limits)
 from harness.registry import Registry
-from harness.report.tables import interval_source, measured_text, verdict_text
-from harness.results.record import Record
-from harness.results.store import RESULTS_NAME, append_record, read_records
+from harness.report.closing import closing_table
+from harness.results.store import RESULTS_NAME, read_records, stored_form
+from harness.runloop import RunLoop
 from harness.workload import SIZES
-
-STATUS_STYLE = {"ok": "green", "skipped": "yellow", "failed": "red", "timeout": "red"}
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a suite or one workload",
@@ -157,19 +152,6 @@ def _entries(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [{"workload": names}]
 
 
-def _summary_line(record: Record) -> str:
-    bits = []
-    stats = record.stats
-    if stats is not None and stats.median is not None and stats.ci95:
-        lo, hi = stats.ci95
-        bits.append(f"median {stats.median:.4g} s [{lo:.4g}, {hi:.4g}]")
-    if record.claims:
-        bits.append(f"claims: {summarize_claims(record.claims)}")
-    if record.reason:
-        bits.append(record.reason.splitlines()[0][:160])
-    return "  ".join(bits)
-
-
 def main(args: argparse.Namespace) -> int:
     if args.nodes is not None and args.nodes < 1:
         raise UsageError(f"--nodes {args.nodes}: must be >= 1")
@@ -217,87 +199,26 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"run {run_id}: {len(todo)} case(s) on {fp['cpu']['model']} "
                   f"(profile: {profile['name'] or 'unmatched'}) -> {results_file}")
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, raise_interrupted)
-    counts: Counter[str] = Counter()
-    verdicts = []
-    judged: list[tuple[Case, Record]] = []
-    width = len(str(len(todo)))
-    for i, case in enumerate(todo, 1):
-        prefix = f"[{i:>{width}}/{len(todo)}] {case.label}"
-        try:
-            if console.is_terminal:
-                with console.status(f"{escape(prefix)} running (timeout {case.timeout:g} s)"):
-                    record = execute(case, session)
-            else:
-                record = execute(case, session)
-            if (args.until_decided or case.until_decided) and record.ok:
-                until_decided(record, case, budget, lambda c: execute(c, session),
-                              lambda r, c=case: _rejudge(r, c, session), session.unstable_cov,
-                              lambda text, p=prefix: console.print(f"{escape(p)} {escape(text)}", soft_wrap=True))
-        except CaseInterrupted as stop:
-            append_record(results_file, stop.record)
-            console.print(f"{escape(prefix)} [red]failed[/] {escape(stop.record.reason)}", soft_wrap=True)
-            finish_work(session.work_dir)
-            raise Interrupted(stop.signum) from None
-        append_record(results_file, record)
-        session.index.add(record)
-        verdicts.extend(record.claims)
-        judged.append((case, record))
-        for problem in reg.notify_case_finished(record):
-            warn(f"{problem.source}: {problem.reason}")
-        counts[record.status] += 1
-        style = STATUS_STYLE[record.status]
-        console.print(f"{escape(prefix)} [{style}]{record.status}[/] {record.duration_s:.1f}s "
-                      f"{escape(_summary_line(record))}", soft_wrap=True)
-    finish_work(session.work_dir)
-    for problem in reg.notify_run_finished(session.index.records, out):
+    loop = RunLoop(session, results_file, console, budget, until_decided=args.until_decided, warn=warn)
+    finished = loop.run(todo)
+    stored = {f.record.id: f.stored for f in finished}
+    for problem in reg.notify_run_finished([stored.get(r.id) or stored_form(r)[0] for r in session.index.records],
+                                           out):
         warn(f"{problem.source}: {problem.reason}")
+    counts = Counter(f.record.status for f in finished)
+    verdicts = [v for f in finished for v in f.record.claims]
     total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     console.print(f"done: {total or 'nothing to do'}; records in {results_file}")
-    if any(v.status != "not_applicable" for v in verdicts):
-        console.print(claim_table(judged))
+    if verdicts or counts["failed"] or counts["timeout"]:
+        console.print(closing_table([(f.case, f.record) for f in finished]))
     if verdicts:
         console.print(f"claims: {summarize_claims(verdicts)}")
     if todo and counts["skipped"] == len(todo):
-        reasons = sorted({r for r in _skip_reasons(results_file, run_id)})
+        reasons = sorted({f.record.reason for f in finished if f.record.status == "skipped"})
         print(f"harness: error: nothing ran: all {len(todo)} case(s) were skipped "
               f"({'; '.join(reasons)[:300]})", file=sys.stderr)
         return 2
     return 1 if counts["failed"] or counts["timeout"] else 0
-
-
-def claim_table(judged: list[tuple[Case, Record]]):
-    """The run's reproduction table: one line per claim and case it applies to, grouped by
-    workload, with the measured figure, its interval and where that came from, and the verdict
-    (``not_applicable`` ones are counted under the table, not listed)."""
-    t = table("paper claims in this run", "workload", "case", "claim", "paper", "measured [interval]", "verdict",
-              "interval from")
-    for case, record in sorted(judged, key=lambda cr: cr[0].workload):
-        for c in record.claims:
-            if c.status == "not_applicable":
-                continue
-            style = {"pass": "green", "fail": "red", "inconclusive": "yellow"}.get(c.status, "dim")
-            t.add_row(escape(case.workload), escape(case_text(case)), escape(c.text),
-                      escape("" if c.paper_value is None else str(c.paper_value)),
-                      escape(measured_text(c)), f"[{style}]{escape(verdict_text(c))}[/]",
-                      escape(interval_source(c)))
-    return t
-
-
-def case_text(case: Case) -> str:
-    """A case named by what tells it apart in its run: 'msf=1 r2' (size and backend when set)."""
-    bits = [f"{k}={v}" for k, v in case.swept.items()]
-    if case.backend:
-        bits.append(case.backend)
-    return " ".join(bits + [f"r{case.ranks}"])
-
-
-def _rejudge(record: Record, case: Case, session: Session) -> None:
-    """The record's claims and stability note again, after a round of --until-decided."""
-    judge_claims(record, case, session)
-    if record.ok:
-        record.reason = stability_note(record, session.registry.workload(case.workload), session.unstable_cov)
 
 
 def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher, oversubscribe: bool) -> int:
@@ -314,8 +235,3 @@ def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher, oversubscribe
                       f"timeout {case.timeout:g} s", soft_wrap=True)
         console.print("    " + escape(launch.shell_text()), soft_wrap=True, highlight=False)
     return 0
-
-
-def _skip_reasons(path: pathlib.Path, run_id: str) -> list[str]:
-    records, _ = read_records(path)
-    return [r.reason for r in records if r.run_id == run_id and r.status == "skipped"]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ STDERR_TAIL_CHARS = 4000
 GUARD = pathlib.Path(__file__).with_name("guard.py")
 TIMEOUT_STATUS = 124   # guard.py's exit status when the deadline passed
 _BACKSTOP_S = 15.0     # the parent's own limit beyond the guard's deadline
+_TICK_S = 1.0          # how often on_tick is called while a case runs
 
 
 @dataclass
@@ -70,17 +72,27 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float = 8.0) -> None:
 
 
 def run_process(argv: list[str], env: dict[str, str], timeout_s: float,
-                cwd: str | None = None) -> ProcessResult:
+                cwd: str | None = None, on_tick: Callable[[], None] | None = None) -> ProcessResult:
     """Run ``argv`` under the guard in its own session; output goes to a temp file whose tail is
-    returned. ``timed_out``: the guard killed the tree at ``timeout_s``."""
+    returned. ``timed_out``: the guard killed the tree at ``timeout_s``. ``on_tick`` is called about
+    once a second while it runs (progress display); what it raises is the caller's."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryDirectory(prefix="harness-guard-") as tmp:
         report = os.path.join(tmp, "guard.json")
         t0 = time.perf_counter()
         proc = subprocess.Popen(guarded(argv, timeout_s, report), env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         backstop = False
+        limit = t0 + timeout_s + _BACKSTOP_S
         try:
-            proc.wait(timeout=timeout_s + _BACKSTOP_S)
+            while True:
+                try:
+                    proc.wait(timeout=max(0.0, min(_TICK_S, limit - time.perf_counter())))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.perf_counter() >= limit:
+                        raise
+                if on_tick is not None:
+                    on_tick()
         except subprocess.TimeoutExpired:
             backstop = True
             _stop(proc)

@@ -87,9 +87,14 @@ def regular_or_absent(path: pathlib.Path, what: str = "results file") -> None:
 
 
 def record_line(record: Record) -> bytes:
-    """The record as one validated JSON line, within the limits readers apply: non-finite numbers
-    stored as null, over-long strings cut, both named in the reason; a record still over
-    MAX_LINE_BYTES keeps its timings but loses its metrics and fails, saying why."""
+    """The record as one validated JSON line (see :func:`stored_form`)."""
+    return stored_form(record)[1]
+
+
+def stored_form(record: Record) -> tuple[dict[str, Any], bytes]:
+    """(the dict, its JSON line) as the record is stored: validated, within the limits readers
+    apply: non-finite numbers stored as null, over-long strings cut, both named in the reason; a
+    record still over MAX_LINE_BYTES keeps its timings but loses its metrics and fails, saying why."""
     replaced: list[str] = []
     as_json = finite_json(record.to_json(), "", replaced)
     if replaced:
@@ -110,16 +115,17 @@ def record_line(record: Record) -> bytes:
                              "a reader accepts: its metrics were dropped (return fewer or smaller metrics)")
         validate(as_json)
         data = (json.dumps(as_json, separators=(",", ":"), allow_nan=False) + "\n").encode()
-    return data
+    return as_json, data
 
 
-def append_record(path: pathlib.Path, record: Record) -> None:
-    """Validate ``record`` and append it as one line of ``path``: all of the line or nothing.
+def append_record(path: pathlib.Path, record: Record) -> dict[str, Any]:
+    """Validate ``record`` and append it as one line of ``path``: all of the line or nothing;
+    returns the dict stored (what hooks receive).
 
     The line is bounded as :func:`record_line` says, so no reader refuses what the harness
     wrote. A write that fails part-way (a full disk, a file size limit) is cut back to the file's
     previous length and raised as a UsageError naming the file."""
-    data = record_line(record)
+    stored, data = stored_form(record)
     regular_or_absent(path)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -147,6 +153,7 @@ def append_record(path: pathlib.Path, record: Record) -> None:
                              "and rerun with --resume") from None
     finally:
         os.close(fd)
+    return stored
 
 
 def _write_all(fd: int, data: bytes) -> None:
