@@ -1,7 +1,7 @@
 """asv benchmarks built from the plugin registry, so third-party workloads appear too.
 
 * ``TimeSmoke.time_smoke(workload)``: asv times one repeat (``Workload.run``) at size smoke,
-  in-process with a single-rank profiled communicator (MPI.COMM_SELF); setup is untimed.
+  in-process with a single-rank profiled communicator (harness.testing.prepare); setup is untimed.
 * ``TrackClaims.track_metric(workload, metric)``: the value of every metric a workload's
   claims name, from one smoke repeat, so asv plots e.g. accuracy across commits.
 
@@ -10,13 +10,10 @@ Workloads that cannot run here (a missing package, a parameter check) are skippe
 """
 from __future__ import annotations
 
-import tempfile
 from typing import Any
 
-from harness.protocol.comm import ProfiledComm
-from harness.protocol.context import RunContext
-from harness.protocol.phases import PhaseClock
 from harness.registry import build_registry
+from harness.testing import prepare
 
 _REGISTRY = build_registry()
 WORKLOADS = sorted(_REGISTRY.workloads)
@@ -24,24 +21,18 @@ CLAIM_METRICS = sorted({(name, c.metric) for name, w in _REGISTRY.workloads.item
                         if c.relative_to is None})
 
 
-def _context(name: str) -> tuple[Any, RunContext]:
+def _context(name: str) -> tuple[Any, Any]:
+    """The workload and its context after setup (harness.testing.prepare), or asv's skip."""
     workload = _REGISTRY.workload(name)
-    params = workload.resolve_params("smoke", {})
-    why = workload.skip_reason(params, 1)
+    why = workload.skip_reason(workload.resolve_params("smoke", {}), 1)
     if why:
         print(f"skipping {name}: {why}")
         raise NotImplementedError(why)
     try:
-        from mpi4py import MPI
+        import mpi4py  # noqa: F401
     except ImportError as exc:
         raise NotImplementedError(f"mpi4py is not usable: {exc}") from None
-    clock = PhaseClock()
-    ctx = RunContext(params=params, size="smoke", threads=1,
-                     artifact_dir=__import__("pathlib").Path(tempfile.mkdtemp(prefix="asv-")),
-                     clock=clock, _comm=ProfiledComm(MPI.COMM_SELF, clock),
-                     profile_dirs=list(_REGISTRY.profile_dirs))
-    workload.setup(ctx)
-    return workload, ctx
+    return prepare(workload, "smoke", profile_dirs=list(_REGISTRY.profile_dirs), mpi=True)
 
 
 class TimeSmoke:

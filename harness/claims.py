@@ -141,7 +141,7 @@ class Claim:
     """A checkable statement from a paper: ``metric comparison threshold``.
 
     ``paper_value`` is what the paper reports (kept next to the measured value); ``source``
-    says where in the paper it comes from (cite the paper or ``docs/papers.md``).
+    says where in the paper it comes from (cite the paper or ``docs/workloads/``).
 
     A relative claim compares a case with its baseline case: ``relative_to={"msf": 1}`` names
     the baseline (same workload, size, backend, ranks, threads and other params, with these

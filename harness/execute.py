@@ -316,16 +316,17 @@ def judge_claims(record: Record, case: Case, session: Session) -> None:
 
 
 def stability_note(record: Record, workload: Any, unstable_cov: float) -> str:
-    """'' or why the timings are unstable. Few samples are worth a note only where something is
-    judged on the repeats: a case whose claims all draw their replicates from seeds (or are
-    exact), as the suites design kfac's, needs no more timed repeats."""
+    """'' or why the timings are unstable. Few samples are worth a note only where they leave a
+    claim undecided that more repeats could decide (one judged on the repeats, inconclusive): a
+    case a suite designed with one repeat, whose claims draw on seeds or are decided, needs none."""
     stats = record.stats
     if stats is None or not stats.unstable:
         return ""
     if stats.n < 3:
-        judged = ([v.metric for v in record.claims if v.status != "not_applicable"]
-                  or [c.metric for c in workload.claims])
-        if judged and all(workload.variation.get(m, "repeats") != "repeats" for m in judged):
+        wanting = [v.metric for v in record.claims if v.status == "inconclusive"
+                   and workload.variation.get(v.metric, "repeats") == "repeats"]
+        if not wanting:
             return ""
-        return f"unstable: only {stats.n} sample(s); use --repeats 3 or more for statistics"
+        return (f"only {stats.n} sample(s) for {', '.join(sorted(set(wanting)))}: "
+                "use --repeats 3 or more (or --until-decided) to decide its claims")
     return f"unstable: CoV {stats.cov:.2f} above {unstable_cov:g}"

@@ -81,11 +81,14 @@ def harness_suite_dirs() -> list[pathlib.Path]:
 def harness_case_finished(record: dict[str, Any]) -> None:
     """One case's record has been written: for exporters and live dashboards.
 
-    :param record: the record's JSON form, a plain dict valid against the record JSON Schema
-        (version 3; ``harness.results.record.Record.from_json`` turns it into the typed record).
+    :param record: exactly the line stored in ``OUT/results.jsonl``, as a dict valid against the
+        record JSON Schema (version 3): non-finite numbers are null there, with a note in
+        ``reason``, as every reader of the file sees them (``harness.Record.from_json`` turns it
+        into the typed record; the fields are listed in docs/plugins.md).
 
-    Called in: the parent, once per case of ``harness run``, right after the record is appended
-    to ``OUT/results.jsonl``. Exceptions are reported as warnings.
+    Called in: the parent, once per case of ``harness run`` and of ``harness controls`` (whose
+    records carry ``control``), right after the record is appended. Exceptions are reported as
+    warnings.
     """
 
 
@@ -93,7 +96,7 @@ def harness_case_finished(record: dict[str, Any]) -> None:
 def harness_run_finished(records: list[dict[str, Any]], out_dir: pathlib.Path) -> None:
     """``harness run`` has finished: for figures across the cases of a run (e.g. a sweep plot).
 
-    :param records: the JSON form of the run's ok records and, with ``--resume``, the earlier ok
+    :param records: the stored lines (as dicts) of the run's ok records and, with ``--resume``, the earlier ok
         records of the same results file: only those of this plugin's own workloads when it
         provides any (a plugin with no workloads, such as an exporter, receives them all).
     :param out_dir: the run's ``--out`` folder, where such figures go.

@@ -31,20 +31,13 @@ class RunOnceResult(dict):
     ctx: RunContext
 
 
-def run_once(workload: Workload | type[Workload], size: str = "smoke", params: dict[str, Any] | None = None, *,
-             repeats: int = 1, warmup: int = 0, threads: int = 1,
-             artifact_dir: str | pathlib.Path | None = None, mpi: bool | None = None) -> RunOnceResult:
-    """Run ``workload`` at ``size`` with ``params`` on top: ``warmup`` discarded repeats, then
-    ``repeats`` measured ones, in this process; returns the last repeat's metrics.
-
-    Raises ``UsageError`` when the workload breaks the contract or a param is bad (the message a
-    user would see), and whatever the workload itself raises. ``ctx.comm`` is mpi4py's COMM_WORLD
-    (one rank under plain pytest, more under ``mpiexec -n N python -m pytest``) when mpi4py is
-    installed, as in a one-rank case of a run; ``mpi=False`` leaves it out (``ctx.comm`` raises),
-    ``mpi=True`` requires it.
-    """
+def prepare(workload: Workload | type[Workload], size: str = "smoke", params: dict[str, Any] | None = None, *,
+            threads: int = 1, artifact_dir: str | pathlib.Path | None = None, mpi: bool | None = None,
+            profile_dirs: list[pathlib.Path] | None = None) -> tuple[Workload, RunContext]:
+    """(the checked workload, a context after its ``setup``): for a benchmark that times ``run``
+    itself (asv's ``benchmarks/bench_workloads.py``). :func:`run_once` is this, then the repeats.
+    Raises ``UsageError`` when the workload breaks the contract or a param is bad."""
     from harness.protocol.comm import ProfiledComm
-    from harness.worker import clean_metrics
 
     checked, why = checked_workload(workload)
     if checked is None:
@@ -65,9 +58,29 @@ def run_once(workload: Workload | type[Workload], size: str = "smoke", params: d
         tempfile.mkdtemp(prefix=f"harness-{checked.name}-"))
     folder.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(params=resolved, size=size, threads=threads, artifact_dir=folder, clock=clock, _comm=comm,
-                     _comm_error="no MPI communicator: run_once(..., mpi=False), or mpi4py is not installed")
+                     _comm_error="no MPI communicator: run_once(..., mpi=False), or mpi4py is not installed",
+                     profile_dirs=list(profile_dirs or []))
     checked.setup(ctx)
     clock.take()
+    return checked, ctx
+
+
+def run_once(workload: Workload | type[Workload], size: str = "smoke", params: dict[str, Any] | None = None, *,
+             repeats: int = 1, warmup: int = 0, threads: int = 1,
+             artifact_dir: str | pathlib.Path | None = None, mpi: bool | None = None) -> RunOnceResult:
+    """Run ``workload`` at ``size`` with ``params`` on top: ``warmup`` discarded repeats, then
+    ``repeats`` measured ones, in this process; returns the last repeat's metrics.
+
+    Raises ``UsageError`` when the workload breaks the contract or a param is bad (the message a
+    user would see), and whatever the workload itself raises. ``ctx.comm`` is mpi4py's COMM_WORLD
+    (one rank under plain pytest, more under ``mpiexec -n N python -m pytest``) when mpi4py is
+    installed, as in a one-rank case of a run; ``mpi=False`` leaves it out (``ctx.comm`` raises),
+    ``mpi=True`` requires it.
+    """
+    from harness.worker import clean_metrics
+
+    checked, ctx = prepare(workload, size, params, threads=threads, artifact_dir=artifact_dir, mpi=mpi)
+    clock = ctx.clock
     seconds: list[float] = []
     metrics: dict[str, Any] = {}
     phases: dict[str, dict[str, float]] = {}

@@ -3,6 +3,8 @@ the example as it was written against contract version 1, which must keep workin
 import ast
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -11,25 +13,27 @@ from conftest import EXAMPLE_PLUGIN, ROOT, Harness, pip_install_target, read_jso
 COMPAT_PLUGIN = ROOT / "tests" / "fixtures" / "compat-plugin-v1"
 
 
-def _readme_blocks(lang: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Writing a plugin", 1)[1].split("\n## ", 1)[0]
+def _guide_blocks(lang: str) -> list[str]:
+    """The code blocks of docs/plugins.md's sections on the example and on testing it."""
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    section = text.split("## The example", 1)[1].split("\n## The contract", 1)[0]
     return re.findall(rf"```{lang}\n(.*?)```", section, flags=re.S)
 
 
-def test_the_readme_guide_is_the_example_plugin_byte_for_byte() -> None:
-    (toml,) = _readme_blocks("toml")
-    (python,) = _readme_blocks("python")
+def test_the_plugin_guide_is_the_example_plugin_byte_for_byte() -> None:
+    (toml,) = _guide_blocks("toml")
+    module, tests = _guide_blocks("python")
     assert toml == (EXAMPLE_PLUGIN / "pyproject.toml").read_text()
-    assert python == (EXAMPLE_PLUGIN / "harness_example" / "__init__.py").read_text()
+    assert module == (EXAMPLE_PLUGIN / "harness_example" / "__init__.py").read_text()
+    assert tests == (EXAMPLE_PLUGIN / "tests" / "test_example.py").read_text()
 
 
 @pytest.mark.parametrize("plugin", [EXAMPLE_PLUGIN, COMPAT_PLUGIN], ids=["example", "compat-v1"])
 def test_plugins_import_only_the_public_contract(plugin: pathlib.Path) -> None:
     for path in plugin.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("harness"):
-                assert node.module == "harness", f"{path}: imports from {node.module}"
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "harness":
+                assert node.module in ("harness", "harness.testing"), f"{path}: imports from {node.module}"
             if isinstance(node, ast.Import):
                 assert not any(a.name.startswith("harness.") for a in node.names), path
 
@@ -61,6 +65,10 @@ def test_example_plugin_installs_lists_runs_and_its_claim_fails_under_its_contro
     controls = cli("controls", "--workload", "example_matmul", "--out", str(tmp_path / "ctl"))
     assert controls.returncode == 0, controls.stdout + controls.stderr
     assert "1 of 1 claim(s) decided fail under their control" in controls.stdout
+    # its own unit tests (docs/plugins.md, "Testing a workload"), against the installed package
+    unit = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           str(EXAMPLE_PLUGIN / "tests")], cwd=tmp_path, env=cli.env(), capture_output=True, text=True)
+    assert unit.returncode == 0 and "2 passed" in unit.stdout, unit.stdout + unit.stderr
 
 
 @pytest.mark.slow

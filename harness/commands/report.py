@@ -12,6 +12,7 @@ from typing import Any
 from harness.commands.common import add_confidence_option, warn_unreadable
 from harness.errors import UsageError
 from harness.report.html import html_parts
+from harness.report.stamp import stamp_text
 from harness.report.tables import markdown_parts, rejudged
 from harness.results.frame import NESTED_COLUMNS, load_frame
 
@@ -27,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="default: from --out's suffix, else md")
     p.add_argument("--out", help="output file (default: stdout for md/csv; report.html / report.parquet)")
+    p.add_argument("--stamp", action="store_true",
+                   help="md: open with the command, the harness commit, machines and dates of the records "
+                        "(how docs/results.md is made)")
     add_confidence_option(p, default=None,
                           extra=" (default: the level each record was judged at); claims are judged again "
                                 "from the replicates their verdicts keep")
@@ -68,6 +72,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
     if fmt in ("md", "html"):   # written piece by piece as they are made
         parts = (markdown_parts if fmt == "md" else html_parts)(df, problems)
+        if args.stamp and fmt == "md":
+            parts = _stamped(parts, stamp_text(args.results, sys.argv[1:]))
         if out is None and fmt == "md":
             for piece in parts:
                 sys.stdout.write(piece)
@@ -94,6 +100,14 @@ def main(args: argparse.Namespace) -> int:
     _write_atomic(out, lambda f: frame.to_parquet(f, index=False))
     print(f"wrote {out} ({out.stat().st_size} bytes, {len(df)} records)")
     return 0
+
+
+def _stamped(parts, stamp: str):
+    """The report's title, then the stamp, then the rest."""
+    parts = iter(parts)
+    title, _, rest = next(parts).partition("\n\n")
+    yield f"{title}\n\n{stamp}{rest}"
+    yield from parts
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

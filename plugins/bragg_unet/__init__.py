@@ -58,7 +58,7 @@ class BraggUnet(Workload):
               description="U-Net Dice minus the best comparator's (training mean mask; template on the "
                           "smoothed maximum)",
               source="Sullivan et al.: the network segments the peak; 5 points above a mask that needs no "
-                     "learning from the box's voxels is this harness's threshold (docs/papers.md)",
+                     "learning from the box's voxels is this harness's threshold (docs/workloads/bragg_unet.md)",
               control=UNTRAINED),
         Claim("weak_error_margin", ">", 0.0, paper_value="U-Net better on weak peaks",
               description="best comparator's minus the U-Net's mean relative integration error, weak half "
@@ -68,7 +68,7 @@ class BraggUnet(Workload):
         Claim("dice_transfer_gain", ">=", 0.02, paper_value="transfer learning to a second data set",
               description="instrument-B Dice after minus before fine-tuning on n_finetune B boxes",
               source="Sullivan et al.: the trained network transfers to another instrument with few boxes; "
-                     "2 points is this harness's threshold (docs/papers.md)",
+                     "2 points is this harness's threshold (docs/workloads/bragg_unet.md)",
               control=Control({"finetune_steps": 0}, "no fine-tuning: the A-trained network as it is")),
     ]
 

@@ -1,5 +1,5 @@
 """Workload cnn_scaling: the theoretical scalability model of data-parallel CNN training, next to
-measurements (Castello, Dolz, Quintana-Orti, Duato, HPML 2019; docs/papers.md section 4).
+measurements (Castello, Dolz, Quintana-Orti, Duato, HPML 2019; docs/workloads/cnn_scaling.md).
 
 ``mode=model``: predictions only (records say ``kind: model``): per network and node count,
 time per iteration, speed-up and efficiency for a hardware profile's peak FLOP/s, memory
@@ -66,19 +66,19 @@ class CnnScaling(Workload):
     claims = [
         Claim("gemm_residual_median", "<=", 0.30, paper_value="within 30%", when=VALIDATE,
               source="paper: the node model predicts conv-as-GEMM kernel times from a roofline; 30% is this "
-                     "harness's tolerance (docs/papers.md)",
+                     "harness's tolerance (docs/workloads/cnn_scaling.md)",
               description="median |predicted - measured| / measured over the small CNN's GEMMs",
               control=Control({**VALIDATE_2, "node_gflops": 1e5, "mem_gbs": 1e5},
                               "a node model ~1000x too fast: every kernel predicted far too short")),
         Claim("allreduce_residual_max", "<=", 0.30, paper_value="within 30%", when=VALIDATE,
               source="paper: alpha-beta Allreduce model; 30% when extrapolated from the sizes up to a quarter "
-                     "of the largest to the larger ones is this harness's tolerance (docs/papers.md)",
+                     "of the largest to the larger ones is this harness's tolerance (docs/workloads/cnn_scaling.md)",
               description="max relative residual on the message sizes above the fitted range",
               control=Control({**VALIDATE_2, "latency_us": 10000.0},
                               "an Allreduce latency of 10 ms, ~1000x the measured one")),
         Claim("efficiency_error_max", "<=", 0.10, paper_value="the model predicts scalability", when=VALIDATE,
               source="paper: the model predicts parallel efficiency from B/P, node and network; 0.10 absolute "
-                     "at both per-rank batches is this harness's tolerance (docs/papers.md)",
+                     "at both per-rank batches is this harness's tolerance (docs/workloads/cnn_scaling.md)",
               description="max over the two batches of |model - measured| parallel efficiency",
               control=Control({**VALIDATE_2, "latency_us": 10000.0},
                               "a model with a 10 ms Allreduce latency predicts efficiency far too low")),

@@ -1,6 +1,6 @@
 """The performance model: roofline per GEMM at node level, alpha-beta-gamma collectives across nodes.
 
-Node (docs/papers.md section 4; PyDTNN's performance model): a GEMM m x n x k does 2mnk flops over (mn + mk + nk) elements of memory
+Node (docs/workloads/cnn_scaling.md; PyDTNN's performance model): a GEMM m x n x k does 2mnk flops over (mn + mk + nk) elements of memory
 traffic; its time is flops / min(peak, bandwidth * intensity), i.e. the larger of the compute
 and the memory time. im2col moves the column matrix once (memory only).
 

@@ -2,7 +2,7 @@
 (Gaussian with a NIW prior, or multinomial with a Dirichlet prior).
 
 Dinari, Yu, Freifeld, Fisher, "Distributed MCMC Inference in Dirichlet Process Mixture Models
-Using Julia", HPML 2019 (DPMMSubClusters.jl; docs/papers.md section 2). Rank 0 samples parameters and
+Using Julia", HPML 2019 (DPMMSubClusters.jl; docs/workloads/dpmm.md). Rank 0 samples parameters and
 broadcasts them (``ctx.comm.bcast``); every rank holds a data shard with labels and sends back
 only sufficient statistics (``ctx.comm.Allreduce``). One repeat = one full chain of
 ``iterations`` from a single cluster.
@@ -76,29 +76,29 @@ class Dpmm(Workload):
     claims = [
         Claim("k_error", "<=", 1, paper_value="K recovered",
               source="paper: the sampler recovers the number of clusters; +-1 is this harness's tolerance "
-                     "(docs/papers.md)",
+                     "(docs/workloads/dpmm.md)",
               when={"application": ("==", "clustering")}, control=SINGLE_CLUSTER),
         Claim("nmi", ">=", 0.9, paper_value=">= 0.9",
               source="paper: clustering quality on synthetic mixtures; NMI >= 0.9 within 100 iterations is this "
-                     "harness's threshold (docs/papers.md)",
+                     "harness's threshold (docs/workloads/dpmm.md)",
               when={"application": ("==", "clustering")}, control=SINGLE_CLUSTER),
         Claim("iteration_s", ">=", 1.25, paper_value="speed-ups from distribution", relative_to={"ranks": 1},
               transform="speedup", when={"n": (">=", 100000), "application": ("==", "clustering")},
               source="abstract: speed-ups from distributing the sampler; with N >= 1e5, a per-iteration "
                      "speed-up of 1.25 or more (parallel efficiency >= 62%) on 2 ranks is this harness's "
-                     "threshold (docs/papers.md)",
+                     "threshold (docs/workloads/dpmm.md)",
               description="time-per-iteration speed-up against the 1-rank case of the same run",
               control=Control({"ranks": 2, "n": 100000, "replicate": True},
                               "every rank holds all 1e5 points: the messages remain, no work is split")),
         Claim("psnr_gain_db", ">=", 1.0, paper_value="denoising improves PSNR (no figure in the abstract)",
-              source="paper: image-patch application; a 1 dB gain is this harness's threshold (docs/papers.md)",
+              source="paper: image-patch application; a 1 dB gain is this harness's threshold (docs/workloads/dpmm.md)",
               description="PSNR of the denoised image minus the noisy one's (dB)",
               when={"application": ("==", "patches")},
               control=Control({"application": "patches", "noise_sigma": 0.001},
                               "almost no noise to remove: per-cluster filtering can only lose detail")),
         Claim("gain_over_single_gaussian_db", ">=", 0.5, paper_value="the clusters carry the gain",
               source="paper: image-patch application; 0.5 dB over a K=1 Wiener filter on the same patches is "
-                     "this harness's threshold (docs/papers.md)",
+                     "this harness's threshold (docs/workloads/dpmm.md)",
               description="PSNR of the per-cluster Wiener filter minus that of one Gaussian over all patches (dB)",
               when={"application": ("==", "patches")},
               control=Control({"application": "patches", "iterations": 1},

@@ -1,5 +1,5 @@
 """Split and merge Metropolis-Hastings ratios of the sub-cluster sampler (Chang & Fisher 2013),
-as DPMMSubClusters.jl computes them (docs/papers.md section 2)."""
+as DPMMSubClusters.jl computes them (docs/workloads/dpmm.md)."""
 from __future__ import annotations
 
 from scipy.special import gammaln

@@ -1,5 +1,5 @@
 """Workload email_transfer: feature-based transfer against fine-tuning as labels grow
-(Liu, Dmitriev, Huang, Brooks, Dong, Outreach, HPML 2019; docs/papers.md section 5).
+(Liu, Dmitriev, Huang, Brooks, Dong, Outreach, HPML 2019; docs/workloads/email_transfer.md).
 
 The paper: fine-tuning a pretrained model (BERT, ELMo, Flair) beats the feature-based approach
 from about 300 labelled emails on, and loses below. Here, with two real pretrained embedding

@@ -1,4 +1,4 @@
-"""The paper's implementation strategies on one encoder (docs/papers.md section 5):
+"""The paper's implementation strategies on one encoder (docs/workloads/email_transfer.md):
 
 - feature-based: the encoder frozen, its email embeddings fed to a logistic regression
   (``logistic``) or to the classification head alone (``frozen_head``);

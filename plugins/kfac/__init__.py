@@ -1,8 +1,8 @@
 """Workload kfac: second-order (K-FAC) training with large mini-batches, and loss smoothing
-(Naganuma, Yokota, HPML 2019; docs/papers.md section 7).
+(Naganuma, Yokota, HPML 2019; docs/workloads/kfac.md).
 
 The paper: large mini-batches degrade generalisation; naive natural-gradient (K-FAC) training
-makes it worse, and smoothing the loss recovers it. Small reproduction (docs/papers.md section 7): an MLP
+makes it worse, and smoothing the loss recovers it. Small reproduction (docs/workloads/kfac.md): an MLP
 64-128-128-10 on scikit-learn's bundled digits (1,797 8x8 images; no download), trained for the
 same number of updates (``budget=steps``; ``budget=epochs`` gives the paper's equal epochs, where a
 large batch takes a handful of steps and its gap is mostly under-optimisation) with SGD at a
@@ -69,14 +69,14 @@ class Kfac(Workload):
               when={"optimizer": ("==", "sgd"), "smoothing": ("==", "none"), "batch": (">=", 256)},
               description="test accuracy of SGD at a large batch minus at batch 32, same number of updates",
               source="abstract: large mini-batch training loses generalisation; half a point is this "
-                     "harness's threshold (docs/papers.md)",
+                     "harness's threshold (docs/workloads/kfac.md)",
               control=Control({"optimizer": "sgd", "batch": 32}, "the 'large' batch is the small one: no gap")),
         Claim("test_accuracy", "<=", -0.005, paper_value="naive natural gradient generalises worse",
               relative_to={"optimizer": "sgd", "fisher": "empirical"}, transform="difference",
               when={"optimizer": ("==", "kfac"), "smoothing": ("==", "none")},
               description="test accuracy of plain K-FAC minus SGD's at the same batch and updates",
               source="abstract: naively applying the natural gradient makes generalisation worse; half a "
-                     "point is this harness's threshold (docs/papers.md)",
+                     "point is this harness's threshold (docs/workloads/kfac.md)",
               control=Control({"optimizer": "kfac", "smoothing": "none"},
                               "the SGD baseline at a learning rate too small to train: K-FAC must come out ahead",
                               baseline={"optimizer": "sgd", "smoothing": "none", "fisher": "empirical",
@@ -86,7 +86,7 @@ class Kfac(Workload):
               when={"optimizer": ("==", "kfac"), "smoothing": ("==", "smoothout")},
               description="test accuracy of K-FAC + SmoothOut minus plain K-FAC's, same batch and updates",
               source="abstract: smoothing the loss function improves large mini-batch K-FAC's generalisation; "
-                     "half a point is this harness's threshold (docs/papers.md)",
+                     "half a point is this harness's threshold (docs/workloads/kfac.md)",
               control=Control({"optimizer": "kfac", "smoothing": "smoothout", "smooth_a": 0.0},
                               "SmoothOut with zero amplitude: the same training as plain K-FAC")),
     ]

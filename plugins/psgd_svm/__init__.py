@@ -1,7 +1,7 @@
 """Workload psgd_svm: parallel SGD SVM and model-synchronisation frequency.
 
 Abeykoon, Fox, Kim, "Performance Optimization on Model Synchronization in Parallel SGD Based
-SVM", HPML 2019 (arXiv:1905.01219); the algorithm of their PSGDSVMC code (docs/papers.md section 1):
+SVM", HPML 2019 (arXiv:1905.01219); the algorithm of their PSGDSVMC code (docs/workloads/psgd_svm.md):
 Pegasos on the primal hinge loss, each rank on its contiguous block of the training rows,
 model averaged with Allreduce every ``msf`` local samples. Two things differ by default, both
 switchable back: the Pegasos schedule eta = 1/(lambda t) with its projection (``schedule=epoch`` is
@@ -70,7 +70,7 @@ class PsgdSvm(Workload):
               control=Control({"msf": 1}, "msf equal to the baseline's: as many Allreduce calls, no reduction")),
         Claim("train_s", ">=", 5.0, paper_value="16-24x", relative_to={"msf": 1}, transform="speedup",
               when={"msf": (">=", 64)},
-              source="abstract: 16x-24x speed-up; 5x is this harness's small-run threshold (docs/papers.md)",
+              source="abstract: 16x-24x speed-up; 5x is this harness's small-run threshold (docs/workloads/psgd_svm.md)",
               description="training-time speed-up vs msf=1, same data and ranks",
               control=Control({"msf": 1}, "msf equal to the baseline's: as many synchronisations, no speed-up")),
         Claim("accuracy_gap", ">=", -0.01, paper_value=">= 0",
@@ -81,7 +81,7 @@ class PsgdSvm(Workload):
         Claim("accuracy_vs_reference", ">=", -0.03, paper_value="converges to the SVM",
               source="abstract: accuracy with faster convergence; within 3 points of a converged linear SVM "
                      "(scikit-learn LinearSVC, same objective and split) is this harness's threshold "
-                     "(docs/papers.md)",
+                     "(docs/workloads/psgd_svm.md)",
               description="test accuracy minus LinearSVC's (hinge, C = 1/(lambda n), no intercept)",
               control=Control({"max_epochs": 0}, "no training at all: the averaged random start")),
     ]

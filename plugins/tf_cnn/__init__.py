@@ -1,5 +1,5 @@
 """Workload tf_cnn: TensorFlow CNN training and the compute library underneath it
-(Ramirez-Gargallo, Garcia-Gasulla, Mantovani, HPML 2019; docs/papers.md section 3).
+(Ramirez-Gargallo, Garcia-Gasulla, Mantovani, HPML 2019; docs/workloads/tf_cnn.md).
 
 The paper's point is that TensorFlow's training speed on a CPU depends strongly on the
 architecture-optimised library it runs on (MKL-DNN on Skylake; ArmPL plugged into TF on
@@ -61,7 +61,7 @@ class TfCnn(Workload):
               relative_to={"onednn": "off"}, transform="ratio", when={"onednn": ("==", "on")},
               description="training images/s with oneDNN over TF's Eigen path, same model and run",
               source="abstract: training speed depends on the optimised library; 2x is this harness's threshold "
-                     "(docs/papers.md)",
+                     "(docs/workloads/tf_cnn.md)",
               control=Control({"onednn": "off", "model": "resnet50", "image_size": 64, "classes": 1000, "batch": 4,
                                "steps": 2},
                               "ResNet-50 with oneDNN off on both sides: the same library, ratio ~1")),

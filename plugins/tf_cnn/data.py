@@ -1,4 +1,4 @@
-"""Synthetic ImageNet-like images, labelled so that a CNN can learn them (docs/papers.md section 3).
+"""Synthetic ImageNet-like images, labelled so that a CNN can learn them (docs/workloads/tf_cnn.md).
 
 Each of ``classes`` classes has a smooth random template (low-frequency noise upsampled to the
 image size); an image is its class template plus white noise of std ``noise``, in NHWC float32
