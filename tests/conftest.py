@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from fixtures.hostile_plugins import make_plugin
 from harness.results.record import BackendInfo, LaunchInfo, ProtocolInfo, Record, Stats, WorkloadInfo
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -84,3 +85,21 @@ def make_record(**changes) -> Record:
     for key, value in changes.items():
         setattr(rec, key, value)
     return rec
+
+
+@pytest.fixture
+def hostile(harness_cli, tmp_path):
+    """(add(module, source), run(*args, env=...)): the harness with the test plugins and the
+    hostile ones added so far."""
+    site = tmp_path / "site"
+    site.mkdir()
+
+    def add(module: str, source: str) -> None:
+        make_plugin(site, module, source)
+
+    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        paths = f"{site}{os.pathsep}{harness_cli.env()['PYTHONPATH']}"
+        return harness_cli(*args, env={"PYTHONPATH": paths, "COLUMNS": "1000", **(env or {})}, timeout=timeout,
+                           cwd=tmp_path)
+
+    return add, run

@@ -1,4 +1,4 @@
-"""Third-party plugins: the README's example (installed with pip, run, its controls run) and a copy of
+"""Third-party plugins: the example of docs/plugins.md (installed with pip, run, its controls run) and a copy of
 the example as it was written against contract version 1, which must keep working unchanged."""
 import ast
 import pathlib

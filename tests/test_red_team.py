@@ -18,27 +18,9 @@ import time
 import pytest
 
 from conftest import read_jsonl
-from fixtures.hostile_plugins import MALFORMED, SLOW_CONTROL, VALUES, make_plugin
+from fixtures.hostile_plugins import MALFORMED, SLOW_CONTROL, VALUES
 
 
-
-
-@pytest.fixture
-def hostile(harness_cli, tmp_path):
-    """(add(module, source), run(*args, env=...)): the harness with the test plugins and the
-    hostile ones added so far."""
-    site = tmp_path / "site"
-    site.mkdir()
-
-    def add(module: str, source: str) -> None:
-        make_plugin(site, module, source)
-
-    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        paths = f"{site}{os.pathsep}{harness_cli.env()['PYTHONPATH']}"
-        return harness_cli(*args, env={"PYTHONPATH": paths, "COLUMNS": "1000", **(env or {})}, timeout=timeout,
-                           cwd=tmp_path)
-
-    return add, run
 
 
 QUICK = ("--workload", "fault_slow", "--param", "seconds=0.01", "--repeats", "1", "--warmup", "0")
