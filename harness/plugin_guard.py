@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.errors import Interrupted
+from harness.envvars import positive_seconds
 
 DEFAULT_IMPORT_TIMEOUT_S = 30.0
 
@@ -52,11 +53,7 @@ def guarded(fn: Callable[[], Any], quiet: bool = False) -> tuple[Any, BaseExcept
 
 
 def import_deadline_s() -> float:
-    try:
-        value = float(os.environ.get("HARNESS_PLUGIN_IMPORT_TIMEOUT", DEFAULT_IMPORT_TIMEOUT_S))
-    except ValueError:
-        return DEFAULT_IMPORT_TIMEOUT_S
-    return value if value > 0 else DEFAULT_IMPORT_TIMEOUT_S
+    return positive_seconds("HARNESS_PLUGIN_IMPORT_TIMEOUT", DEFAULT_IMPORT_TIMEOUT_S)
 
 
 @contextlib.contextmanager

@@ -17,17 +17,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.envvars import positive_seconds
+
 PROGRESS_NAME = "progress.json"
 DEFAULT_HEARTBEAT_S = 30.0
 
 
 def heartbeat_s() -> float:
     """Seconds between heartbeat lines off a terminal (``HARNESS_HEARTBEAT_S``, default 30)."""
-    try:
-        value = float(os.environ.get("HARNESS_HEARTBEAT_S", DEFAULT_HEARTBEAT_S))
-    except ValueError:
-        return DEFAULT_HEARTBEAT_S
-    return value if value > 0 else DEFAULT_HEARTBEAT_S
+    return positive_seconds("HARNESS_HEARTBEAT_S", DEFAULT_HEARTBEAT_S)
 
 
 class ProgressWriter:
