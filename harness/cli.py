@@ -7,7 +7,7 @@ import sys
 
 from harness import __version__
 from harness.commands import compare, controls, info, list_, report, run, show, submit
-from harness.errors import Interrupted, UsageError, raise_interrupted
+from harness.errors import Interrupted, UsageError, check_interrupted, raise_interrupted
 
 VERBS = (run, submit, controls, list_, info, show, report, compare)
 
@@ -35,11 +35,14 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, raise_interrupted)
     parser = build_parser()
     try:
+        check_interrupted()     # a Ctrl-C during the imports that something swallowed
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
-        return int(args.func(args))
+        code = int(args.func(args))
+        check_interrupted()     # a signal whose exception some library swallowed still decides the exit
+        return code
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return 2

@@ -33,7 +33,28 @@ class Interrupted(KeyboardInterrupt):
         return signal.Signals(self.signum).name
 
 
+_pending_signal: int | None = None
+
+
 def raise_interrupted(signum: int, frame: object) -> None:
     """A signal handler: SIGINT, SIGTERM and SIGHUP end the command, marked as a real signal (a
-    KeyboardInterrupt that plugin code raises is that plugin's problem, not Ctrl-C)."""
+    KeyboardInterrupt that plugin code raises is that plugin's problem, not Ctrl-C).
+
+    The signal is also remembered: a handler's exception surfaces wherever the interpreter happens
+    to be, and a library's bare ``except:`` around an optional import (or a ``__del__``) swallows
+    it. :func:`check_interrupted` at the command's checkpoints turns that lost signal back into the
+    stop it was."""
+    global _pending_signal
+    _pending_signal = signum
     raise Interrupted(signum, from_signal=True)
+
+
+def pending_signal() -> int | None:
+    """The stopping signal received so far in this process, if any."""
+    return _pending_signal
+
+
+def check_interrupted() -> None:
+    """Raise :class:`Interrupted` if a stopping signal arrived, even one whose exception was lost."""
+    if _pending_signal is not None:
+        raise Interrupted(_pending_signal, from_signal=True)

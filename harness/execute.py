@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.baselines import RunIndex
 from harness.casefiles import CaseFiles, WorkerResult, WorkerSpec
-from harness.errors import UsageError
+from harness.errors import UsageError, check_interrupted
 from harness.hardware.fingerprint import usable_cpus
 from harness.intervals import DEFAULT_CONFIDENCE
 from harness.launch.launcher import Launcher, worker_argv
@@ -249,6 +249,7 @@ def execute(case: Case, session: Session, show: Callable[[str], None] | None = N
     record.system_load["before"] = _load()
 
     try:
+        check_interrupted()
         proc = run_process(launch.argv, launch.env, case.timeout,
                            on_tick=Heartbeat(files.folder, show, live) if show is not None else None)
     except KeyboardInterrupt as stop:   # the case's processes are already gone (run_process)

@@ -14,7 +14,7 @@ import pluggy
 
 from harness import hookspecs
 from harness.backend import Backend
-from harness.errors import did_you_mean
+from harness.errors import check_interrupted, did_you_mean
 from harness.plugin_guard import deadline, describe, guarded, import_deadline_s
 from harness.workload import Workload, checked_workload
 
@@ -101,6 +101,7 @@ def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list
             with deadline(import_deadline_s()):
                 return ep.load()
         plugin, exc = guarded(load, quiet=True)   # SystemExit, a hang or 50 MB of printing cost only it
+        check_interrupted()     # a Ctrl-C that the plugin's own imports swallowed still stops the command
         if exc is None:
             loaded.append((label, plugin))
         else:

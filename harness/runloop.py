@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from harness.claims import summarize_claims
 from harness.decide import Budget, until_decided
-from harness.errors import Interrupted, raise_interrupted
+from harness.errors import Interrupted, check_interrupted, raise_interrupted
 from harness.execute import CaseInterrupted, Session, execute, judge_claims, stability_note
 from harness.outdir import finish_work
 from harness.plan import Case
@@ -96,6 +96,7 @@ class RunLoop:
         width = len(str(len(cases)))
         try:
             for i, case in enumerate(cases, 1):
+                check_interrupted()
                 prefix = f"[{i:>{width}}/{len(cases)}] {case.label}{self.tag(case)}"
                 try:
                     record = self._measure_and_judge(case, prefix)

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import default_sigint, read_jsonl
+from fixtures.hostile_plugins import make_plugin
 from harness.launch.guard import descendants
 
 
@@ -123,3 +124,38 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_130_without_a_traceback(harness_
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "harness: interrupted" in err
+
+
+SWALLOWS_CTRL_C = """
+import os, pathlib, time
+pathlib.Path(os.environ["SWALLOW_MARK"]).write_text("importing")
+try:                  # what a library's optional import does: a bare except around it
+    time.sleep(20)
+except:               # noqa: E722 - the point: it swallows the KeyboardInterrupt of a Ctrl-C
+    pass
+"""
+
+
+def test_a_ctrl_c_that_an_import_swallows_still_stops_the_command(harness_cli, tmp_path) -> None:
+    """The CI failure of stop 33: a Ctrl-C lost inside some import let the run finish with exit 0.
+    The handler remembers the signal; the command's checkpoints stop it anyway."""
+    site = tmp_path / "site"
+    make_plugin(site, "swallows_ctrl_c", SWALLOWS_CTRL_C)
+    mark = tmp_path / "mark"
+    env = harness_cli.env({"SWALLOW_MARK": str(mark)})
+    env["PYTHONPATH"] = f"{site}{os.pathsep}{env['PYTHONPATH']}"
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *_args(tmp_path, 30, "--timeout", "60")], env=env,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint)
+    try:
+        while not mark.exists():
+            assert proc.poll() is None and time.monotonic() - t0 < 60, "the plugin was never imported"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "harness: interrupted" in err
+    assert not (tmp_path / "pids.0").exists(), "the case started after the Ctrl-C"
