@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+from harness_plugins.tf_cnn.mathpath import MATH, VARIABLES
+
 
 def bare(model: str, batch: int, steps: int, repeats: int, image_size: int, threads: int) -> None:
     """In a fresh process: the bare Keras loop; prints its images/s as JSON."""
@@ -57,12 +59,12 @@ def bare(model: str, batch: int, steps: int, repeats: int, image_size: int, thre
 
 
 def harness_side(model: str, batch: int, steps: int, repeats: int, image_size: int, threads: int,
-                 onednn: str) -> float:
+                 math: str) -> float:
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "harness", "run", "--workload", "tf_cnn", "--ranks", "1",
                "--threads", str(threads), "--repeats", str(repeats), "--warmup", "0", "--out", out,
                "--param", f"model={model}", "--param", f"batch={batch}", "--param", f"steps={steps}",
-               "--param", f"image_size={image_size}", "--param", f"onednn={onednn}"]
+               "--param", f"image_size={image_size}", "--param", f"math={math}"]
         if model == "mini":
             cmd += ["--param", "classes=10"]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -80,11 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--image-size", type=int, default=0, help="0: the model's native size")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    ap.add_argument("--onednn", choices=("on", "off"), default="on")
+    ap.add_argument("--math", choices=MATH, default="onednn")
     ap.add_argument("--rounds", type=int, default=2, help="alternating bare/harness pairs")
     ap.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1" if args.onednn == "on" else "0", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, **VARIABLES[args.math], TF_CPP_MIN_LOG_LEVEL="2")
     if args.bare:
         bare(args.model, args.batch, args.steps, args.repeats, args.image_size, args.threads)
         return 0
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
               f"ratio {ratios[-1]:.3f}", flush=True)
     ratio = statistics.median(ratios)
     print(f"{args.model}, batch {args.batch}, {args.steps} steps x {args.repeats}, {args.threads} threads, "
-          f"oneDNN {args.onednn}: median ratio harness/bare {ratio:.3f} over {args.rounds} round(s) "
+          f"math {args.math}: median ratio harness/bare {ratio:.3f} over {args.rounds} round(s) "
           f"(target >= 0.97{'' if ratio >= 0.97 else ': MISSED'})")
     return 0
 
@@ -107,13 +109,13 @@ def _pair(args: argparse.Namespace, env: dict[str, str]) -> tuple[float, float]:
     """(bare images/s, harness images/s), one fresh process each."""
     cmd = [sys.executable, __file__, "--bare", "--model", args.model, "--batch", str(args.batch),
            "--steps", str(args.steps), "--repeats", str(args.repeats), "--image-size", str(args.image_size),
-           "--threads", str(args.threads), "--onednn", args.onednn]
+           "--threads", str(args.threads), "--math", args.math]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"bare Keras run failed ({proc.returncode}):\n{proc.stderr[-800:]}")
     bare_rate = json.loads(proc.stdout.strip().splitlines()[-1])["images_per_s"]
     harness_rate = harness_side(args.model, args.batch, args.steps, args.repeats, args.image_size,
-                                args.threads, args.onednn)
+                                args.threads, args.math)
     return bare_rate, harness_rate
 
 

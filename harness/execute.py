@@ -140,6 +140,9 @@ def skip_reason(case: Case, registry: Registry, launcher: Launcher, oversubscrib
     if crowded and not oversubscribe:
         return (f"{crowded}: skipped, since time-sliced ranks make its timings and claims meaningless; "
                 "--oversubscribe runs it anyway (its claims are then not evaluated)")
+    _, why = workload_environment(workload, case.params)
+    if why:
+        return why
     why, exc = guarded(lambda: workload.skip_reason(case.params, case.ranks))
     if exc is not None:
         return f"workload {case.workload!r}: skip_reason() raised {describe(exc)} (a bug in its plugin)"
@@ -168,11 +171,23 @@ def base_record(case: Case, session: Session) -> Record:
     )
 
 
+def workload_environment(workload: Any, params: dict[str, Any]) -> tuple[dict[str, str], str]:
+    """(the variables the workload asks for these params, '') or ({}, why its ``environment()`` is
+    a plugin bug); the parent skips a case whose workload gives no usable answer."""
+    wanted, exc = guarded(lambda: workload.environment(dict(params)))
+    if exc is None and isinstance(wanted, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                        for k, v in wanted.items()):
+        return wanted, ""
+    got = f"raised {describe(exc)}" if exc is not None else f"returned {wanted!r:.80}"
+    return {}, f"workload {workload.name!r}: environment() {got}, not a dict of str to str (a bug in its plugin)"
+
+
 def child_environment(case: Case, registry: Registry) -> tuple[dict[str, str], dict[str, str]]:
     """(full child env, the part the harness set) with threads explicit and the backend's variables."""
     chosen = {name: str(case.threads) for name in THREAD_VARIABLES}
     if case.backend is not None:
         chosen.update(registry.backend(case.backend).environment(case.threads))
+    chosen.update(workload_environment(registry.workload(case.workload), case.params)[0])
     env = dict(os.environ)
     env.update(chosen)
     env["PYTHONUNBUFFERED"] = "1"

@@ -66,6 +66,12 @@ class Workload:
     def teardown(self, ctx: RunContext) -> None:
         """Release what setup made."""
 
+    def environment(self, params: dict[str, Any]) -> dict[str, str]:
+        """Environment variables the case's processes need before they start (a library that reads
+        its switches at load time), for these params. The harness sets them at launch and the
+        record keeps them with the backend's. Default: none."""
+        return {}
+
     def check_params(self, params: dict[str, Any]) -> None:
         """Reject bad input in the parent, before anything runs: raise ``UsageError`` naming the
         param and the fix (a data file that is missing or malformed, ...). Default: nothing."""

@@ -18,14 +18,10 @@ from harness.results.store import read_records
 REGISTRY = build_registry()
 BUILTIN = sorted(n for n in REGISTRY.workloads if REGISTRY.source("workload", n).startswith("hpml-harness:"))
 # Claims known not to fail under their control, each with the issue that fixes it (strict xfail:
-# once the claim does fail under its control, the entry must go). These three are judged on one
-# replicate (their workloads report the figure once per case, the same in every repeat), so their
-# controls are inconclusive, not decided fail: the interval rule refuses to call one run proof.
+# once the claim does fail under its control, the entry must go). This one is judged on one
+# replicate (the workload reports the figure once per sweep), so its control is inconclusive, not
+# decided fail: the interval rule refuses to call one run proof.
 KNOWN_UNCAUGHT: dict[tuple[str, str], str] = {
-    ("psgd_svm", "accuracy_gap >= -0.01"):
-        "one replicate (accuracy is the same in every repeat of a seed): issue 26 gives psgd_svm seed replicates",
-    ("psgd_svm", "accuracy_vs_reference >= -0.03"):
-        "one replicate (accuracy is the same in every repeat of a seed): issue 26 gives psgd_svm seed replicates",
     ("email_transfer", "crossover_found == 1"):
         "one replicate of the crossover over the whole sweep: issue 27 rebuilds the claim on per-seed figures",
 }

@@ -1,4 +1,4 @@
-"""tf_cnn: the synthetic images, oneDNN on against off in one run, data-parallel TF training,
+"""tf_cnn: the synthetic images, three math paths (oneDNN, Eigen on oneDNN sgemm, Eigen) in one run, data-parallel TF training,
 and the mkl backend refusing a case that switched oneDNN off."""
 import statistics
 
@@ -24,23 +24,61 @@ def test_train_and_test_images_share_templates_and_are_deterministic() -> None:
 
 @pytest.mark.tf
 @pytest.mark.slow
-def test_onednn_against_eigen_in_one_run(harness_cli, tmp_path) -> None:
-    r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--param", "onednn=on,off",
+def test_three_math_paths_in_one_run_with_the_proof_of_what_ran(harness_cli, tmp_path) -> None:
+    r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--param", "math=onednn,eigen_onednn_gemm,eigen",
                     "--repeats", "3", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     records = read_jsonl(tmp_path / "results.jsonl")
-    # the baseline (off) runs first whatever the order of the sweep, so the claim is evaluated
-    assert [rec["params"]["onednn"] for rec in records] == ["off", "on"]
-    off, on = records
-    assert off["metrics"]["onednn_active"] is False and on["metrics"]["onednn_active"] is True
+    # the baseline (eigen) runs first whatever the order of the sweep, so the claim is evaluated
+    assert [rec["params"]["math"] for rec in records] == ["eigen", "onednn", "eigen_onednn_gemm"]
+    eigen, on, mixed = records
+    # the switches are set at launch and kept in the record
+    assert eigen["environment"]["TENSORFLOW_USE_CUSTOM_CONTRACTION_KERNEL"] == "0"
+    assert eigen["environment"]["TF_ENABLE_ONEDNN_OPTS"] == mixed["environment"]["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    assert mixed["environment"]["TENSORFLOW_USE_CUSTOM_CONTRACTION_KERNEL"] == "1"
+    assert eigen["metrics"]["onednn_active"] is False and on["metrics"]["onednn_active"] is True
+    # oneDNN's verbose log: its convolutions only under onednn; under eigen no oneDNN primitive but
+    # the sgemm calls TensorFlow's conv backward kernel makes directly, far fewer than with the kernel on
+    ran = {rec["params"]["math"]: dict((k, int(v)) for k, v in (item.split("=") for item in
+                                       rec["metrics"]["onednn_primitives_probe"].split(", ") if "=" in item))
+           for rec in records}
+    assert all(rec["metrics"]["onednn_calls_probe"] == sum(ran[rec["params"]["math"]].values()) for rec in records)
+    assert ran["onednn"].get("convolution", 0) > 0
+    assert set(ran["eigen_onednn_gemm"]) == {"gemm_api"} and set(ran["eigen"]) <= {"gemm_api"}
+    assert ran["eigen"].get("gemm_api", 0) * 2 < ran["eigen_onednn_gemm"]["gemm_api"]
     claim = on["claims"][0]
     mean = lambda rec: statistics.mean(rec["metric_samples"]["images_per_s"])  # noqa: E731  (claims judge means)
-    assert claim["baseline_value"] == pytest.approx(mean(off))
-    assert claim["measured"] == pytest.approx(mean(on) / mean(off))
+    assert claim["baseline_value"] == pytest.approx(mean(eigen))
+    assert claim["measured"] == pytest.approx(mean(on) / mean(eigen))
     lo, hi = claim["interval"]
     assert lo <= claim["measured"] <= hi and claim["status"] == ("pass" if lo >= 2 else "fail" if hi < 2 else "inconclusive")
-    assert off["claims"][0]["passed"] is None
+    assert eigen["claims"][0]["passed"] is None and mixed["claims"][0]["status"] == "not_applicable"
     assert {"forward_backward", "inference"} <= set(on["phases"])   # one rank: one fused step function
+
+
+def test_the_former_onednn_switch_is_an_alias_of_math() -> None:
+    from harness.errors import UsageError
+    from harness_plugins.tf_cnn import TfCnn
+
+    w = TfCnn()
+    assert w.resolve_params("smoke", {"onednn": "off"})["math"] == "eigen_onednn_gemm"
+    assert w.resolve_params("smoke", {"onednn": "on", "math": "onednn"})["math"] == "onednn"
+    with pytest.raises(UsageError, match="give only --param math"):
+        w.resolve_params("smoke", {"onednn": "off", "math": "eigen"})
+    assert w.environment(w.resolve_params("smoke", {"math": "eigen"})) == {
+        "TF_ENABLE_ONEDNN_OPTS": "0", "TENSORFLOW_USE_CUSTOM_CONTRACTION_KERNEL": "0"}
+
+
+def test_the_verbose_log_is_counted_by_primitive_kind() -> None:
+    from harness_plugins.tf_cnn.mathpath import count_executions
+
+    log = ("onednn_verbose,v1,info,oneDNN v3.2\n"
+           "onednn_verbose,v1,primitive,exec,cpu,gemm_api,,undef,src_f32,,,256x8:8x72,0.01\n"
+           "onednn_verbose,v1,primitive,create:cache_miss,cpu,convolution,jit,forward,src,,,mb1,0.1\n"
+           "onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx512_core,forward,src,,,mb1,0.2\n"
+           "onednn_verbose,primitive,exec,cpu,reorder,simple:any,undef,src,,,2x2,0.0\n"
+           "tf_cnn-probe-done\n")
+    assert count_executions(log) == {"gemm_api": 1, "convolution": 1, "reorder": 1}
 
 
 @pytest.mark.tf

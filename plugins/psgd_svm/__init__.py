@@ -9,6 +9,12 @@ the reference's eta = 1/(lambda * epoch)), and the stopping rule: ``stop=objecti
 primal objective over all training rows has not improved on its best by ``tolerance`` for
 ``patience`` epochs; ``stop=reference`` is the reference's rule (the last sample's cost below
 ``error_threshold`` for ``patience`` epochs), which on small real sets fires long before convergence.
+
+Each measured repeat is its own seed (``seed`` + repeat: data, split, shards, start), so the
+accuracies and the objective reached are replicates over seeds, paired between cases of one sweep.
+``partition`` decides which rows each rank trains on (contiguous blocks as the reference, shuffled,
+or by label); ``msf=0`` averages only once, after training (one-shot averaging, the limit of
+ever rarer synchronisation).
 """
 from __future__ import annotations
 
@@ -27,10 +33,15 @@ class PsgdSvm(Workload):
     frameworks = ("numpy", "mpi")
     requires = ("numba", "sklearn")
     params = {
-        "dataset": Param(str, default="synthetic-ijcnn1",
-                         help="synthetic-ijcnn1, synthetic-webspam, or a LIBSVM file path"),
+        "dataset": Param(str, default="synthetic-gauss2",
+                         help="synthetic-gauss2 (two Gaussian classes with headroom), synthetic-ijcnn1, "
+                              "synthetic-webspam, or a LIBSVM file path"),
         "n_samples": Param(int, default=35000, minimum=100, help="rows of a generated set (train+test)"),
-        "msf": Param(int, default=64, minimum=1, help="local samples between two model averagings"),
+        "msf": Param(int, default=64, minimum=0,
+                     help="local samples between two model averagings; 0: average once, after training"),
+        "partition": Param(str, default="contiguous", choices=("contiguous", "shuffled", "by_label"),
+                           help="each rank's training rows: contiguous blocks (the reference), a seeded "
+                                "shuffle, or by label (two ranks: one class each)"),
         "algorithm": Param(str, default="parallel", choices=ALGORITHMS),
         "schedule": Param(str, default="pegasos", choices=("pegasos", "epoch"),
                           help="pegasos: eta=1/(lambda*t), t = samples seen, with the projection "
@@ -49,7 +60,7 @@ class PsgdSvm(Workload):
         "flip_labels": Param(bool, default=False,
                              help="control: train the ranks on inverted labels (the sequential baseline "
                                   "keeps the true ones), so the accuracy claim must fail"),
-        "seed": Param(int, default=0, minimum=0),
+        "seed": Param(int, default=0, minimum=0, help="first seed; measured repeat r uses seed + r"),
     }
     sizes = {
         "smoke": {"n_samples": 4000, "max_epochs": 3},
@@ -59,9 +70,9 @@ class PsgdSvm(Workload):
     default_size = "small"
     default_ranks = 2
     throughput = ("samples_per_s", "samples/s")
-    # the timings vary by repeat; the accuracies are the same in every repeat of one seed (one data
-    # split, one start): one replicate per case, so their claims stay inconclusive, never pass
-    variation = {"accuracy_gap": "seeds", "accuracy_vs_reference": "seeds"}
+    # timings vary by repeat; accuracies and the objective by seed (one seed per repeat, paired)
+    variation = {"accuracy": "seeds", "accuracy_gap": "seeds", "accuracy_vs_reference": "seeds",
+                 "final_objective": "seeds"}
     claims = [
         Claim("comm_s", ">=", 0.90, paper_value=0.98, relative_to={"msf": 1}, transform="reduction",
               when={"msf": (">=", 64)},
@@ -73,6 +84,15 @@ class PsgdSvm(Workload):
               source="abstract: 16x-24x speed-up; 5x is this harness's small-run threshold (docs/workloads/psgd_svm.md)",
               description="training-time speed-up vs msf=1, same data and ranks",
               control=Control({"msf": 1}, "msf equal to the baseline's: as many synchronisations, no speed-up")),
+        Claim("final_objective", "<=", 1.01, paper_value="accuracy kept with less synchronisation",
+              relative_to={"msf": 1}, transform="ratio", when={"msf": (">=", 64)},
+              source="abstract: the performance gain keeps the accuracy (the trade-off of synchronisation "
+                     "frequency against convergence); 1 % on the primal objective, paired over seeds, is this "
+                     "harness's threshold (docs/workloads/psgd_svm.md)",
+              description="primal objective reached over msf=1's, same seeds: rare averaging converges as far",
+              control=Control({"partition": "by_label", "msf": 0, "max_epochs": 20},
+                              "each rank sees one class and the models are averaged only at the end: "
+                              "local models drift apart and their average is no optimum")),
         Claim("accuracy_gap", ">=", -0.01, paper_value=">= 0",
               source="abstract: higher accuracy than the sequential algorithm",
               description="test accuracy minus sequential Pegasos accuracy (same epochs)",

@@ -9,44 +9,66 @@ from typing import Any
 import numpy as np
 
 
+TARGET_GAP = 0.01   # time to target: the primal objective within 1 % of the converged SVM's
+
+
 def prepare(ctx) -> None:
-    """Load the data, keep this rank's block of training rows, compile the kernel outside timing."""
-    from harness_plugins.psgd_svm.data import load
+    """Compile the kernel outside timing; the data are made per seed (one seed per repeat)."""
     from harness_plugins.psgd_svm.model import pegasos_block
 
+    ctx.state.update(data=None, sequential_accuracy={})
+    pegasos_block(np.zeros((1, 2)), np.ones(1), np.zeros(2), 0, 1, 1.0, 0.1)  # compile outside timing
+
+
+def repeat_seed(ctx) -> int:
+    """Each measured repeat is its own seed (data, split, shards, start), the same seeds in every
+    case of a sweep: replicates for the accuracy claims, paired across msf values."""
+    return ctx.params["seed"] + max(ctx.repeat, 0)
+
+
+def data_for(ctx, seed: int) -> dict[str, Any]:
+    """The split, this rank's block of training rows and the converged SVM of ``seed`` (the last
+    seed's kept, so a warm-up and the first repeat share them)."""
+    from harness_plugins.psgd_svm.data import load, partition_order
+
+    held = ctx.state["data"]
+    if held is not None and held["seed"] == seed:
+        return held
     p = ctx.params
-    split = load(p["dataset"], p["n_samples"], p["seed"], p["standardize"])
+    split = load(p["dataset"], p["n_samples"], seed, p["standardize"])
     n_local = len(split.y_train) // ctx.nranks  # the reference drops the remainder rows
-    rows = slice(ctx.rank * n_local, (ctx.rank + 1) * n_local)
+    order = partition_order(split.y_train, p["partition"], seed)
+    rows = order[ctx.rank * n_local:(ctx.rank + 1) * n_local]
     y_rows = -split.y_train[rows] if p["flip_labels"] else split.y_train[rows]
-    ctx.state.update(split=split, x=np.ascontiguousarray(split.x_train[rows]),
-                     y=np.ascontiguousarray(y_rows), n_local=n_local,
-                     sequential_accuracy={})
-    if ctx.is_root:
-        ctx.state["reference"] = reference_accuracy(split, p["lam"])
-    d = split.x_train.shape[1]
-    pegasos_block(np.zeros((1, d)), np.ones(1), np.zeros(d), 0, 1, 1.0, 0.1)  # compile outside timing
+    held = {"seed": seed, "split": split, "x": np.ascontiguousarray(split.x_train[rows]),
+            "y": np.ascontiguousarray(y_rows), "n_local": n_local,
+            "reference": reference_svm(split, p["lam"])}
+    ctx.state["data"] = held
+    return held
 
 
-def reference_accuracy(split, lam: float) -> float:
-    """Test accuracy of a converged linear SVM on the same objective: scikit-learn's LinearSVC with
-    the hinge loss, C = 1/(lambda n) and no intercept (Pegasos minimises lambda/2 |w|^2 + mean hinge)."""
+def reference_svm(split, lam: float) -> dict[str, float]:
+    """Test accuracy and primal objective of a converged linear SVM on the same objective:
+    scikit-learn's LinearSVC with the hinge loss, C = 1/(lambda n) and no intercept (Pegasos
+    minimises lambda/2 |w|^2 + mean hinge)."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
+    from harness_plugins.psgd_svm.model import objective
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         svm = LinearSVC(loss="hinge", C=1.0 / (lam * len(split.y_train)), fit_intercept=False,
                         dual=True, max_iter=20000).fit(split.x_train, split.y_train)
-    return float((svm.predict(split.x_test) == split.y_test).mean())
+    return {"accuracy": float((svm.predict(split.x_test) == split.y_test).mean()),
+            "objective": objective(svm.coef_[0], split.x_train, split.y_train, lam)}
 
 
-def _start(ctx) -> np.ndarray:
+def _start(ctx, seed: int, d: int) -> np.ndarray:
     """w_r ~ U(0,1)^d on each rank, averaged: the reference's common start."""
-    d = ctx.state["x"].shape[1]
-    w = np.random.default_rng(ctx.params["seed"] + 1000 * ctx.rank).random(d)
+    w = np.random.default_rng(seed + 1000 * ctx.rank).random(d)
     if ctx.params["algorithm"] == "parallel":
         avg = np.empty_like(w)
         ctx.comm.Allreduce(w, avg)
@@ -60,13 +82,18 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
                                                   pegasos_block, sequential_train)
 
     p, s = ctx.params, ctx.state
-    x, y, n_local, lam, msf = s["x"], s["y"], s["n_local"], p["lam"], p["msf"]
+    seed = repeat_seed(ctx)
+    with ctx.phase("data"):
+        data = data_for(ctx, seed)
+    x, y, n_local, lam, msf = data["x"], data["y"], data["n_local"], p["lam"], p["msf"]
     nranks, algorithm = ctx.nranks, p["algorithm"]
+    target = data["reference"]["objective"] * (1.0 + TARGET_GAP)
+    to_target: tuple[int, float] | None = None
     calls0, bytes0, _ = ctx.comm.counters("Allreduce")
     comm0 = ctx.comm.comm_seconds()
     t0 = time.perf_counter()
     with ctx.phase("compute"):
-        w = _start(ctx)
+        w = _start(ctx, seed, x.shape[1])
         below, epoch = 0, 0
         buf = np.empty_like(w)
         cost_in, cost_out = np.zeros(1), np.zeros(1)
@@ -76,7 +103,9 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
             epoch += 1
             eta = 1.0 / (lam * epoch)
             t_epoch = (epoch - 1) * n_local + 1 if per_sample else 0
-            if algorithm == "parallel":
+            if algorithm == "parallel" and msf == 0:   # no averaging until the end (one-shot)
+                pegasos_block(x, y, w, 0, n_local, eta, lam, t_epoch)
+            elif algorithm == "parallel":
                 for start in range(0, n_local, msf):
                     pegasos_block(x, y, w, start, min(start + msf, n_local), eta, lam,
                                   t_epoch + start if per_sample else 0)
@@ -96,23 +125,34 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
                 cost_in[0] = cost_out[0] / nranks   # equal shards: the mean is the whole set's
             if p["stop"] == "reference":
                 below = below + 1 if cost_in[0] < p["error_threshold"] else 0
-            elif cost_in[0] < best * (1.0 - p["tolerance"]):
-                best, below = cost_in[0], 0
             else:
-                below += 1
+                if to_target is None and msf != 0 and cost_in[0] <= target:   # one shared model
+                    to_target = (epoch, time.perf_counter() - t0)
+                if cost_in[0] < best * (1.0 - p["tolerance"]):
+                    best, below = cost_in[0], 0
+                else:
+                    below += 1
+        if algorithm == "parallel" and msf == 0:
+            ctx.comm.Allreduce(w, buf)
+            np.multiply(buf, 1.0 / nranks, out=w)
     train_s = time.perf_counter() - t0
     comm_s = ctx.comm.comm_seconds() - comm0
     calls1, bytes1, _ = ctx.comm.counters("Allreduce")
 
     with ctx.phase("eval"):
-        split = s["split"]
+        split = data["split"]
         acc = accuracy(w, split.x_test, split.y_test)
-        if epoch not in s["sequential_accuracy"]:
-            w0 = np.random.default_rng(p["seed"]).random(w.shape[0])
+        if (seed, epoch) not in s["sequential_accuracy"]:
+            w0 = np.random.default_rng(seed).random(w.shape[0])
             w_seq = sequential_train(split.x_train[: n_local * nranks], split.y_train[: n_local * nranks],
                                      w0, epoch, lam, p["schedule"])
-            s["sequential_accuracy"][epoch] = accuracy(w_seq, split.x_test, split.y_test)
-        seq_acc = s["sequential_accuracy"][epoch]
+            s["sequential_accuracy"][(seed, epoch)] = accuracy(w_seq, split.x_test, split.y_test)
+        seq_acc = s["sequential_accuracy"][(seed, epoch)]
+        # the primal objective of the final (shared) model over all training rows (unprofiled)
+        hinge = float(np.maximum(0.0, 1.0 - y * (x @ w)).sum())
+        final_objective = 0.5 * lam * float(w @ w) + ctx.comm.raw.allreduce(hinge) / (n_local * nranks)
+        if to_target is None and msf == 0 and final_objective <= target:
+            to_target = (epoch, train_s)
         # The model check is profiled like any traffic (2 Allreduce calls per repeat, after
         # the training window that allreduce_calls counts: 1 + epochs * (ceil(n_local/msf) + 1)).
         spread = 0.0
@@ -122,15 +162,26 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
             ctx.comm.Allreduce(w, hi, op=MPI.MAX)
             ctx.comm.Allreduce(w, lo, op=MPI.MIN)
             spread = float((hi - lo).max())
-    per_epoch_syncs = math.ceil(n_local / msf) + 1 if algorithm == "parallel" else 0
+    per_epoch_syncs = (1 if msf == 0 else math.ceil(n_local / msf) + 1) if algorithm == "parallel" else 0
+    ctx.replicates("accuracy", {seed: acc})
+    ctx.replicates("accuracy_gap", {seed: acc - seq_acc})
+    ctx.replicates("accuracy_vs_reference", {seed: acc - data["reference"]["accuracy"]})
+    ctx.replicates("final_objective", {seed: final_objective})
     return {
+        "seed": seed,
+        "partition": p["partition"],
         "accuracy": acc,
         "sequential_accuracy": seq_acc,
         "accuracy_gap": acc - seq_acc,
-        "reference_accuracy": s.get("reference"),
-        "accuracy_vs_reference": acc - s["reference"] if "reference" in s else None,
+        "reference_accuracy": data["reference"]["accuracy"],
+        "accuracy_vs_reference": acc - data["reference"]["accuracy"],
         "epochs": epoch,
         "final_cost": float(cost_in[0]),
+        "final_objective": final_objective,
+        "reference_objective": data["reference"]["objective"],
+        "target_objective": target,
+        "time_to_target_s": to_target[1] if to_target else None,
+        "epochs_to_target": to_target[0] if to_target else None,
         "stopped_by_rule": bool(below >= p["patience"]),
         "train_s": train_s,
         "comm_s": comm_s,
@@ -139,7 +190,7 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
         "samples_per_s": n_local * nranks * epoch / train_s if train_s > 0 else 0.0,
         "allreduce_calls": calls1 - calls0,
         "allreduce_bytes": bytes1 - bytes0,
-        "expected_allreduce_calls": (1 + epoch * per_epoch_syncs) if algorithm == "parallel" else 0,
+        "expected_allreduce_calls": (1 + epoch * per_epoch_syncs + (msf == 0)) if algorithm == "parallel" else 0,
         "model_spread": spread,
         "n_train": n_local * nranks,
         "n_features": int(w.shape[0]),
