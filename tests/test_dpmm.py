@@ -123,17 +123,24 @@ def test_empirical_prior_is_scaled_to_the_data() -> None:
 
 
 @pytest.mark.mpi
-def test_bytes_per_iteration_do_not_grow_with_n(harness_cli, tmp_path) -> None:
+def test_bytes_per_iteration_do_not_grow_with_n_unless_labels_travel(harness_cli, tmp_path) -> None:
     out = tmp_path / "res"
     r = harness_cli("run", "--workload", "dpmm", "--size", "smoke", "--ranks", "2", "--param", "n=2000,40000",
-                    "--param", "iterations=4", "--param", "baseline=false", "--repeats", "1", "--warmup", "0",
-                    "--out", str(out))
+                    "--param", "ship=stats,labels", "--param", "iterations=4", "--param", "baseline=false",
+                    "--repeats", "1", "--warmup", "0", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
-    small, large = read_jsonl(out / "results.jsonl")
+    recs = {(rec["params"]["n"], rec["params"]["ship"]): rec for rec in read_jsonl(out / "results.jsonl")}
+    small, large = recs[2000, "stats"], recs[40000, "stats"]
     assert small["metrics"]["k_curve"] == large["metrics"]["k_curve"] == [1, 1, 1, 1]  # no split before burnout
     assert small["metrics"]["comm_bytes_per_iteration"] == large["metrics"]["comm_bytes_per_iteration"]
+    assert small["metrics"]["comm_bytes_per_iteration_k1"] == large["metrics"]["comm_bytes_per_iteration_k1"]
     assert small["comm"]["ops"]["Allreduce"]["bytes"] == large["comm"]["ops"]["Allreduce"]["bytes"]
     assert small["metrics"]["models_identical_on_all_ranks"] is True
+    # the control's design: each rank's labels and sub-labels (int64) gathered at the master every iteration
+    for n in (2000, 40000):
+        extra = recs[n, "labels"]["metrics"]["comm_bytes_per_iteration_k1"] - recs[n, "stats"]["metrics"]["comm_bytes_per_iteration_k1"]
+        assert extra == 8 * n, (n, extra)        # rank 0 sends its n/2 rows x 2 labels x 8 bytes
+        assert recs[n, "labels"]["comm"]["ops"]["Gather"]["calls"] == 2 * 4
 
 
 @pytest.mark.slow
@@ -169,6 +176,8 @@ def test_image_patch_denoising_improves_psnr(harness_cli, tmp_path) -> None:
     assert m["psnr_denoised"] > m["psnr_noisy"] and m["psnr_gain_db"] > 0
     verdicts = {c["metric"]: c["status"] for c in rec["claims"]}
     assert verdicts == {"k_error": "not_applicable", "nmi": "not_applicable", "iteration_s": "not_applicable",
+                        "k_max": "not_applicable",
+                        "comm_bytes_per_iteration_k1": "not_applicable",
                         "psnr_gain_db": "inconclusive", "gain_over_single_gaussian_db": "inconclusive"}
     assert m["psnr_denoised"] > m["psnr_single_gaussian"]
     assert list(tmp_path.glob("artifacts/*/dpmm_denoise.png"))

@@ -27,14 +27,21 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
     rng = np.random.default_rng([p["seed"], stream, ctx.repeat + 1000 * ctx.warmup])
     fam = family(p.get("likelihood", "gaussian"), x.shape[1], prior)
     master = Master(fam, np.random.default_rng([p["seed"], 999]), burnout=cfg.burnout,
-                    split_rule=p.get("split_rule", "loglik"))
+                    split_rule=p.get("split_rule", "loglik"), split_test=p.get("split_test", "hastings"))
     k, z, s = 1, np.zeros(len(x), dtype=np.int64), rng.integers(0, 2, len(x))
     nmi_curve, k_curve, iter_s, bytes_per_iter = [], [], [], []
+    traffic = ("Allreduce", "bcast", "Gather")
+    ship_labels = p.get("ship") == "labels"
+    if ship_labels:   # shards may differ by a row: every rank sends the largest shard's width
+        width = 2 * max(comm.raw.allgather(len(x)))
+        outgoing = np.full(width, -1, dtype=np.int64)
+        gathered = np.empty(width * ctx.nranks, dtype=np.int64) if ctx.is_root else None
     agree = True
     loglik = 0.0
     for it in range(cfg.iterations):
         t_it = time.perf_counter()
-        bytes0 = sum(comm.counters(op)[1] for op in ("Allreduce", "bcast"))
+        k_before = k
+        bytes0 = sum(comm.counters(op)[1] for op in traffic)
         with ctx.phase("local"):
             stats = local_stats(x, z, s, k, fam)
         total = np.empty_like(stats)
@@ -49,6 +56,9 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
             stats = local_stats(x, z, s, k, fam)
         comm.Allreduce(stats, total)
         total /= copies
+        if ship_labels:   # the control's design: the master also keeps every point's labels
+            outgoing[:len(z)], outgoing[len(z):2 * len(z)] = z, s
+            comm.Gather(outgoing, gathered, root=0)
         allow = it < cfg.iterations - cfg.split_stop
         with ctx.phase("master"):
             moves = propose_moves(total, master, cfg.alpha, allow) if ctx.is_root else None
@@ -58,7 +68,7 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
             if ctx.is_root:
                 advance(master, moves, remap)
             k = k_new
-        bytes_per_iter.append(sum(comm.counters(op)[1] for op in ("Allreduce", "bcast")) - bytes0)
+        bytes_per_iter.append((k_before, sum(comm.counters(op)[1] for op in traffic) - bytes0))
         iter_s.append(time.perf_counter() - t_it)
         with ctx.phase("eval"):  # evaluation only: unprofiled, not part of the algorithm's traffic
             raw = comm.raw
@@ -74,9 +84,13 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
                     nmi_curve.append(float(normalized_mutual_info_score(truth, np.concatenate(labels))))
             k_curve.append(k)
     metrics = {
-        "k_found": k, "nmi": nmi_curve[-1] if nmi_curve else None, "nmi_curve": nmi_curve, "k_curve": k_curve,
+        "k_found": k, "k_max": max(k_curve) if k_curve else k, "nmi": nmi_curve[-1] if nmi_curve else None, "nmi_curve": nmi_curve, "k_curve": k_curve,
         "loglik": loglik, "iteration_s": float(np.mean(iter_s)),
-        "comm_bytes_per_iteration": float(np.median(bytes_per_iter)),
+        "comm_bytes_per_iteration": float(np.median([b for _, b in bytes_per_iter])),
+        # every chain starts at one cluster and stays there for its burn-out: the traffic of those
+        # iterations is what travels at equal model size, so only what grows with N can differ
+        "comm_bytes_per_iteration_k1": float(np.median([b for kk, b in bytes_per_iter if kk == 1]))
+        if any(kk == 1 for kk, _ in bytes_per_iter) else None,
         "models_identical_on_all_ranks": agree,
     }
     return {"metrics": metrics, "z": z, "model": model}

@@ -40,12 +40,14 @@ class Master:
     ``split_rule="loglik"`` is DPMMSubClusters.jl's rule: a cluster becomes splittable once it has
     ``burnout`` sub-cluster log-likelihoods on record and their (slightly inflated) mean is no more
     than 0.01 below the latest one, i.e. its sub-clusters have settled; ``"age"`` only waits
-    ``burnout`` iterations."""
+    ``burnout`` iterations. ``split_test="accept"`` (a control) takes every proposed split
+    without its Metropolis-Hastings test: the step that keeps the sampler from inventing clusters."""
 
     family: Family
     rng: np.random.Generator
     burnout: int = 20
     split_rule: str = "loglik"
+    split_test: str = "hastings"
     ages: list[int] = field(default_factory=lambda: [0])
     history: list[list[float]] = field(default_factory=lambda: [[]])
     splittable: list[bool] = field(default_factory=lambda: [False])
@@ -130,7 +132,7 @@ def propose_moves(stats: np.ndarray, master: Master, alpha: float, allow: bool) 
                 continue
             h = log_h_split(alpha, stats[j, 0, 0], stats[j, 1, 0], logm(stats[j, 0]), logm(stats[j, 1]),
                             logm(stats[j, 0] + stats[j, 1]))
-            if h > np.log(rng.random()):
+            if h > np.log(rng.random()) or master.split_test == "accept":
                 splits.append(j)
         taken = set(splits)
         for a in range(k):
