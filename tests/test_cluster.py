@@ -217,7 +217,7 @@ def test_the_validation_recovers_a_shaped_links_latency_and_bandwidth(cluster, h
     judged = {c["metric"]: (c["status"], c["measured"]) for c in both_rec["claims"]}
     print(f"claims on the shaped link: {judged}")
     assert all(judged[m][1] is not None and judged[m][0] != "not_evaluated"
-               for m in ("efficiency_error_max", "allreduce_residual_max"))
+               for m in ("roofline_efficiency_error_max", "allreduce_residual_max"))
 
 
 def _msf_sweep(harness_cli, out: pathlib.Path) -> dict[int, dict]:

@@ -96,12 +96,20 @@ def test_validate_two_ranks_records_predictions_and_residuals(harness_cli, tmp_p
     assert rec["comm"]["ops"]["Allreduce"]["calls"] > n * 20
     # every claim evaluated, and none decided on one repeat: each is inconclusive and says why
     assert {c["metric"]: (c["status"], c["measured"] is not None) for c in rec["claims"]} == {
-        m: ("inconclusive", True) for m in ("gemm_residual_median", "allreduce_residual_max",
-                                            "efficiency_error_max", "eff_gap_measured")}
+        m: ("inconclusive", True) for m in ("gemm_residual_weighted", "allreduce_residual_max",
+                                            "roofline_efficiency_error_max", "eff_gap_measured")}
     assert all("one repeat" in c["reason"] for c in rec["claims"])
     assert min(m["allreduce_bytes"]) > m["allreduce_fit_max_bytes"]      # validated by extrapolation only
     assert m["efficiency_error_max"] == pytest.approx(max(
         abs(m[f"efficiency_{b}_model"] - m[f"efficiency_{b}_measured"]) for b in ("small", "large")))
+    assert m["roofline_efficiency_error_max"] == pytest.approx(max(
+        abs(m[f"efficiency_{b}_roofline_model"] - m[f"efficiency_{b}_measured"]) for b in ("small", "large")))
+    # the node model's small-dimension lengths come from the calibration sweep; the residual is
+    # weighted by each GEMM's share of the measured time
+    assert all(0 < m[f"node_half_{d}"] < 2048 for d in "mnk")
+    assert len(m["gemm_sweep_gflops_small_k"]) == 7
+    shares = [t / sum(m["gemm_measured_s"]) for t in m["gemm_measured_s"]]
+    assert m["gemm_residual_weighted"] == pytest.approx(sum(abs(r) * w for r, w in zip(m["gemm_residuals"], shares)))
     assert m["reduction_gbs_measured"] > 0
     assert m["pingpong_bytes"] == m["allreduce_sweep_bytes"] and len(m["pingpong_s"]) == len(m["pingpong_bytes"])
     small = [s for b, s in zip(m["pingpong_bytes"], m["pingpong_s"]) if b <= 64]
@@ -168,3 +176,15 @@ def test_allreduce_algorithm_benchmark_forces_each_mpich_algorithm(tmp_path) -> 
         assert row["fastest"] == min(row["measured_us"], key=row["measured_us"].get)
         assert row["model_pick"] == min(row["model_us"], key=row["model_us"].get)
     assert "of 12 sizes" in r.stdout
+
+
+def test_half_performance_lengths_are_recovered_and_slow_small_gemms() -> None:
+    from harness_plugins.cnn_scaling.calibrate import fit_half_length
+    from harness_plugins.cnn_scaling.model import Node, gemm_time
+
+    dims = [4, 8, 16, 32, 64, 128, 256]
+    assert fit_half_length(dims, [d / (d + 30.0) for d in dims]) == pytest.approx(30.0, rel=0.03)
+    flat, shaped = Node(1e11, 1e11), Node(1e11, 1e11, half_dims=(20.0, 8.0, 30.0))
+    assert gemm_time(1024, 1024, 1024, shaped) == pytest.approx(gemm_time(1024, 1024, 1024, flat), rel=0.06)
+    # conv1's inner dimension 27: about half the square-GEMM rate
+    assert gemm_time(32, 65536, 27, shaped) > 2.5 * gemm_time(32, 65536, 27, flat)

@@ -169,17 +169,43 @@ def reduction_bandwidth(nbytes: int = 4 * 2**20) -> float:
     return nbytes / _best(lambda: np.add(a, b, out=c), 9)
 
 
-def measure_node(threads: int) -> Node:
-    n = 1024
-    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
-    b = a.copy()
+SMALL_DIMS = (4, 8, 16, 32, 64, 128, 256)
+LARGE_DIM = 1024
+
+
+def gemm_rate(m: int, n: int, k: int, reps: int = 5) -> float:
+    """Best-of-``reps`` FLOP/s of an fp32 m x n x k GEMM (numpy's BLAS)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
     a @ b
-    t = _best(lambda: a @ b, 5)
+    return 2.0 * m * n * k / _best(lambda: a @ b, reps)
+
+
+def fit_half_length(dims: list[int], efficiency: list[float]) -> float:
+    """The d_half of e(d) = d / (d + d_half) closest to the measured efficiencies (log squares)."""
+    grid = np.geomspace(0.5, 2048.0, 400)
+    d, e = np.asarray(dims, dtype=float), np.clip(np.asarray(efficiency), 1e-6, None)
+    errors = [float(np.sum((np.log(d / (d + h)) - np.log(e)) ** 2)) for h in grid]
+    return float(grid[int(np.argmin(errors))])
+
+
+def measure_node(threads: int) -> tuple[Node, dict[str, list[float]]]:
+    """Peak fp32 GEMM rate, streaming bandwidth and the small-dimension half-performance lengths,
+    from a calibration sweep of shapes with one small dimension (never the layers it predicts).
+    Returns the node and the sweep (rates by dimension) for the record."""
+    big_n = LARGE_DIM
+    rates = {dim: [gemm_rate(*[d if i == j else big_n for i in range(3)]) for d in SMALL_DIMS]
+             for j, dim in enumerate("mnk")}
+    square = gemm_rate(big_n, big_n, big_n)
+    peak = max([square] + [r for rs in rates.values() for r in rs])
+    halves = tuple(fit_half_length(list(SMALL_DIMS), [r / peak for r in rates[dim]]) for dim in "mnk")
     big = np.ones(256 * 2**20 // 4, dtype=np.float32)  # 256 MiB: far beyond the caches
     dst = np.empty_like(big)
     np.copyto(dst, big)
     tc = _best(lambda: np.copyto(dst, big), 5)
-    return Node(peak_flops=2.0 * n**3 / t, bandwidth=2.0 * big.nbytes / tc, bytes_per_elem=4)
+    node = Node(peak_flops=peak, bandwidth=2.0 * big.nbytes / tc, bytes_per_elem=4, half_dims=halves)
+    return node, {f"gemm_sweep_gflops_small_{dim}": [r / 1e9 for r in rs] for dim, rs in rates.items()}
 
 
 def validate_gemms(layers: list[Layer], batch: int, node: Node, reps: int) -> list[dict[str, float]]:
@@ -197,3 +223,10 @@ def validate_gemms(layers: list[Layer], batch: int, node: Node, reps: int) -> li
                          "measured_s": measured, "predicted_s": predicted,
                          "residual": (predicted - measured) / measured})
     return rows
+
+
+def weighted_residual(rows: list[dict[str, float]]) -> float:
+    """Mean |residual| weighted by each GEMM's share of the measured time: what the error costs a
+    prediction of the whole network (a tiny fc2 kernel 50 % off matters less than conv2 10 % off)."""
+    total = sum(r["measured_s"] for r in rows)
+    return sum(abs(r["residual"]) * r["measured_s"] for r in rows) / total

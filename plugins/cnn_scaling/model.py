@@ -2,7 +2,10 @@
 
 Node (docs/workloads/cnn_scaling.md; PyDTNN's performance model): a GEMM m x n x k does 2mnk flops over (mn + mk + nk) elements of memory
 traffic; its time is flops / min(peak, bandwidth * intensity), i.e. the larger of the compute
-and the memory time. im2col moves the column matrix once (memory only).
+and the memory time. im2col moves the column matrix once (memory only). A node may also know
+how GEMM speed falls with a small dimension (Hockney's half-performance length, per dimension:
+efficiency d / (d + d_half)); with those the compute rate is peak x e(m) x e(n) x e(k), so a
+conv1 with inner dimension 27 is not predicted at the square-GEMM rate.
 
 Network (Thakur, Rabenseifner, Gropp 2005), message of n bytes, p nodes, alpha = latency (s),
 beta = s/byte, gamma = s/byte of reduction work:
@@ -29,6 +32,15 @@ class Node:
     peak_flops: float       # FLOP/s
     bandwidth: float        # bytes/s (memory)
     bytes_per_elem: int = 4  # fp32 training
+    half_dims: tuple[float, float, float] = (0.0, 0.0, 0.0)   # m, n, k half-performance lengths (0: none)
+
+    def gemm_efficiency(self, m: int, n: int, k: int) -> float:
+        """The fraction of peak a GEMM of this shape runs at (1 without half-performance lengths)."""
+        e = 1.0
+        for d, half in zip((m, n, k), self.half_dims):
+            if half > 0:
+                e *= d / (d + half)
+        return e
 
 
 @dataclass(frozen=True)
@@ -41,7 +53,7 @@ class Network:
 def gemm_time(m: int, n: int, k: int, node: Node) -> float:
     flops = 2.0 * m * n * k
     traffic = node.bytes_per_elem * (m * n + m * k + n * k)
-    return max(flops / node.peak_flops, traffic / node.bandwidth)
+    return max(flops / (node.peak_flops * node.gemm_efficiency(m, n, k)), traffic / node.bandwidth)
 
 
 def allreduce_time(nbytes: float, p: int, net: Network, algorithm: str) -> float:
