@@ -47,6 +47,7 @@ class Harness:
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ)
+        env.pop("COLUMNS", None)    # the width of piped tables is the harness's (160) unless a test sets it
         env["PYTHONPATH"] = os.pathsep.join(map(str, self.pythonpath))
         env.update(extra or {})
         return env

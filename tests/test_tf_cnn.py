@@ -1,5 +1,6 @@
 """tf_cnn: the synthetic images, three math paths (oneDNN, Eigen on oneDNN sgemm, Eigen) in one run, data-parallel TF training,
 and the mkl backend refusing a case that switched oneDNN off."""
+import math
 import statistics
 
 import numpy as np
@@ -50,7 +51,8 @@ def test_three_math_paths_in_one_run_with_the_proof_of_what_ran(harness_cli, tmp
     mean = lambda rec: statistics.mean(rec["metric_samples"]["images_per_s"])  # noqa: E731  (claims judge means)
     assert claim["baseline_value"] == pytest.approx(mean(eigen))
     assert claim["measured"] == pytest.approx(mean(on) / mean(eigen))
-    lo, hi = claim["interval"]
+    lo, hi = claim["interval"]                     # None: an unbounded side (a Fieller interval can be)
+    lo, hi = -math.inf if lo is None else lo, math.inf if hi is None else hi
     assert lo <= claim["measured"] <= hi and claim["status"] == ("pass" if lo >= 2 else "fail" if hi < 2 else "inconclusive")
     assert eigen["claims"][0]["passed"] is None and mixed["claims"][0]["status"] == "not_applicable"
     assert {"forward_backward", "inference"} <= set(on["phases"])   # one rank: one fused step function

@@ -13,13 +13,21 @@ from harness.hardware.fingerprint import fingerprint
 from harness.hardware.profiles import Profile, load_profiles, match_profile
 from harness.registry import Problem, Registry, build_registry
 
+import os
 import sys
 
-# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
-_WIDTH = None if sys.stdout.isatty() else 160
+
+def _width(stream: Any) -> int | None:
+    """A terminal's own width; piped output (CI logs, files) 160 columns instead of rich's 80,
+    unless COLUMNS says otherwise (rich reads it when the width is left open)."""
+    if stream.isatty() or os.environ.get("COLUMNS", "").strip().isdigit():
+        return None
+    return 160
+
+
 # emoji=False: ":100:" in "25:50:100" is a sweep, not an emoji.
-console = Console(highlight=False, emoji=False, width=_WIDTH)
-err_console = Console(stderr=True, highlight=False, emoji=False, width=None if sys.stderr.isatty() else 160)
+console = Console(highlight=False, emoji=False, width=_width(sys.stdout))
+err_console = Console(stderr=True, highlight=False, emoji=False, width=_width(sys.stderr))
 SHOWN_PROBLEMS = 5   # unreadable lines listed one by one; the rest are counted
 
 
