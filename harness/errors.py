@@ -49,11 +49,6 @@ def raise_interrupted(signum: int, frame: object) -> None:
     raise Interrupted(signum, from_signal=True)
 
 
-def pending_signal() -> int | None:
-    """The stopping signal received so far in this process, if any."""
-    return _pending_signal
-
-
 def check_interrupted() -> None:
     """Raise :class:`Interrupted` if a stopping signal arrived, even one whose exception was lost."""
     if _pending_signal is not None:
