@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# The GPU check of issue 15, one prepared script for a GPU node (under 8 minutes on an H200):
+# The GPU check, one prepared script for a GPU node (about 8 minutes on an H200):
 #
 #   bash benchmarks/gpu_check.sh OUT [WHEELS]
 #
-# installs the harness into a venv that sees the node's own torch (the node's python may itself
-# be a venv, so its site-packages are added by a .pth file rather than --system-site-packages;
-# packages the node lacks, e.g. jsonschema, archspec and mpich for mpiexec, come from the wheel
-# folder WHEELS if given, else from PyPI), then writes under OUT: harness info (info.json,
-# info.txt), GEMM TFLOP/s through torch for fp32, tf32 and bf16 against the h200-sxm profile
-# (gemm.json), records of bragg_unet and kfac at size small with --backend cuda
-# (results.jsonl: times, energy per case), and the node's CPU side: psgd_svm, dpmm, cnn_scaling
-# and roofline at size small on 1, 2, 4 and 8 ranks, suites/cpu-side.toml (cpu/results.jsonl;
-# skipped when GPU_CHECK_CPU=0). On a machine without an NVIDIA GPU it exits at once with status 2.
+# installs the harness into a venv (GPU_CHECK_VENV, default OUT/.venv) that sees the node's own
+# torch (the node's python may itself be a venv, so its site-packages are added by a .pth file
+# rather than --system-site-packages; packages the node lacks, e.g. jsonschema, fastjsonschema,
+# archspec and mpich for mpiexec, come from the wheel folder WHEELS if given, else from PyPI), then
+# writes under OUT: harness info (info.txt), GEMM TFLOP/s through torch for fp32, tf32 and bf16
+# against the h200-sxm profile (gemm.json), and a capture of the node (OUT/capture, `harness
+# capture`: the roofline, suites/gpu-node.toml's cases on the cuda backend, then suite all on the
+# node's CPUs; GPU_CHECK_SUITES overrides the suites, GPU_CHECK_CAPTURE_S stops the capture with
+# SIGINT after that many seconds, its records so far kept and its manifest saying so). The capture
+# folder is what gallery/ keeps. On a machine without an NVIDIA GPU it exits at once with status 2.
 set -euo pipefail
 OUT=${1:?usage: gpu_check.sh OUT [WHEELS]}
 WHEELS=${2:-}
@@ -26,14 +27,15 @@ t0=$SECONDS
 step() { echo "== $1 (at $((SECONDS - t0)) s)"; }
 
 step "venv with the node's torch"
-"$PY" -m venv "$OUT/.venv"
-VPY="$OUT/.venv/bin/python"
+VENV=${GPU_CHECK_VENV:-$OUT/.venv}
+"$PY" -m venv "$VENV"
+VPY="$VENV/bin/python"
 # The node's own packages (torch, numpy, ...) stay visible after the venv's own ones.
 "$PY" -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' \
   > "$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/node-site.pth"
 missing=$("$VPY" - <<'PY'
 import importlib.util
-need = {"jsonschema": "jsonschema", "archspec": "archspec", "pluggy": "pluggy", "rich": "rich",
+need = {"jsonschema": "jsonschema", "fastjsonschema": "fastjsonschema", "archspec": "archspec", "pluggy": "pluggy", "rich": "rich",
         "pandas": "pandas", "psutil": "psutil", "cpuinfo": "py-cpuinfo", "threadpoolctl": "threadpoolctl",
         "scipy": "scipy", "sklearn": "scikit-learn", "matplotlib": "matplotlib", "pynvml": "nvidia-ml-py"}
 print(" ".join(pkg for mod, pkg in need.items() if importlib.util.find_spec(mod) is None))
@@ -52,7 +54,7 @@ if [ -n "$missing" ]; then
   fi
 fi
 "$VPY" -m pip install -q --no-deps --no-build-isolation -e "$HERE"
-H="$OUT/.venv/bin/harness"
+H="$VENV/bin/harness"
 
 step "harness info"
 "$H" info --json > "$OUT/info.json"
@@ -62,12 +64,13 @@ head -30 "$OUT/info.txt"
 step "GEMM through torch (fp32, tf32, bf16)"
 timeout 120 "$VPY" "$HERE/benchmarks/gpu_gemm.py" --profile h200-sxm --out "$OUT/gemm.json" || echo "gemm failed: $?"
 
-step "bragg_unet and kfac at size small on cuda"
-"$H" run --workload bragg_unet,kfac --size small --backend cuda --timeout 200 --out "$OUT" || echo "run exit $?"
-"$H" show "$OUT" || true
-
-if [ "${GPU_CHECK_CPU:-1}" != 0 ]; then
-  step "the node's CPU side: suites/cpu-side.toml (psgd_svm, dpmm, cnn_scaling, roofline at small, 1-8 ranks)"
-  "$H" run --suite "$HERE/suites/cpu-side.toml" --timeout 120 --out "$OUT/cpu" || echo "cpu run exit $?"
-fi
+step "capture: the roofline, then ${GPU_CHECK_SUITES:-gpu-node all}"
+suites=()
+for s in ${GPU_CHECK_SUITES:-gpu-node all}; do suites+=(--suite "$s"); done
+limit=()
+if [ -n "${GPU_CHECK_CAPTURE_S:-}" ]; then limit=(timeout -s INT "$GPU_CHECK_CAPTURE_S"); fi
+"${limit[@]}" "$H" capture "$OUT/capture" "${suites[@]}" --timeout 300 \
+  --note "benchmarks/gpu_check.sh; source ${GPU_CHECK_SOURCE:-unstated}" || echo "capture exit $?"
+if [ -f "$OUT/gemm.json" ]; then cp "$OUT/gemm.json" "$OUT/capture/gpu_gemm.json"; fi
+"$H" show "$OUT/capture/results" || true
 step "done"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+from typing import Any
 
 from rich.table import Table
 
@@ -73,26 +74,35 @@ def _tuning_text(t: dict) -> str:
     return ", ".join(bits) + "".join(f"\nwarning: {w}" for w in t.get("warnings", []))
 
 
-def main(args: argparse.Namespace) -> int:
+def info_document(results: list[str] | None) -> tuple[dict[str, Any], list[str]]:
+    """What ``harness info --json`` prints (the fingerprint, matched profile, MPI, numerics
+    environment, software, backends and measured ceilings) and the results paths the ceilings came
+    from (``results``; None: ./results if it exists). ``harness capture`` writes the same document."""
     import os
 
     fp, profile, _ = machine()
     mpiexec = find_mpiexec()
     mpi = {"mpiexec": str(mpiexec) if mpiexec else None, "flavour": flavour(mpiexec) if mpiexec else None}
-    env = numerics_environment(os.environ)
-    paths = args.results if args.results else (["results"] if pathlib.Path("results").is_dir() and
-                                                 args.results is None else [])
+    paths = results if results else (["results"] if pathlib.Path("results").is_dir() and
+                                     results is None else [])
     try:
         ceilings = measured_ceilings(paths, fp) if paths else []
     except UsageError:
-        if args.results:
+        if results:
             raise
         ceilings = []  # the default folder holds no results files yet
+    return {"hardware": fp, "profile": profile, "mpi": mpi, "environment": numerics_environment(os.environ),
+            "software": software(), "backends": _backend_rows(), "measured_ceilings": ceilings}, paths
+
+
+def main(args: argparse.Namespace) -> int:
+    doc, paths = info_document(args.results)
     if args.json:
-        print(json.dumps({"hardware": fp, "profile": profile, "mpi": mpi, "environment": env,
-                          "software": software(), "backends": _backend_rows(),
-                          "measured_ceilings": ceilings}, indent=2))
+        print(json.dumps(doc, indent=2))
         return 0
+    fp, profile, mpi, env, ceilings = (doc["hardware"], doc["profile"], doc["mpi"], doc["environment"],
+                                       doc["measured_ceilings"])
+    mpiexec = mpi["mpiexec"]
     cpu = fp["cpu"]
     caches = ", ".join(f"L{c['level']}{(c['type'] or '')[:1].lower()} {c['size_bytes'] // 1024} KiB"
                        for c in cpu["caches"] if c["size_bytes"])

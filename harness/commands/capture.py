@@ -1,0 +1,171 @@
+"""``harness capture``: one self-describing folder of a machine that another site can send in.
+
+A capture holds what a reader needs to trust and compare the machine without asking: ``info.json``
+(``harness info --json``: fingerprint, matched profile, libraries, MPI, numerics variables),
+``results/results.jsonl`` (the roofline and the suites' records), and ``manifest.json`` (harness
+version and commit, the command, start and end, how it ended, the records by status). The
+repository's ``gallery/`` keeps one capture per real machine; ``harness report gallery/*`` puts them
+side by side.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import pathlib
+import sys
+from collections import Counter
+from typing import Any
+
+from harness import __version__
+from harness.commands.common import console, registry
+from harness.commands.info import info_document
+from harness.errors import Interrupted, UsageError
+from harness.provenance import git_info
+from harness.results.store import RESULTS_NAME, read_records
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_SCHEMA = "hpml-harness/capture-v1"
+README_TEXT = """\
+A machine captured by `harness capture` (hpml-harness).
+
+  manifest.json          harness version and commit, the command, start and end, how it ended,
+                         the machine in one line, the records by status
+  info.json              `harness info --json` on this machine: fingerprint, matched hardware
+                         profile, backends and the libraries they found, MPI, numerics variables
+  results/results.jsonl  one record per case (the roofline and the suites named in the manifest)
+
+Compare it with other machines: harness report THIS_FOLDER OTHER_FOLDER --out report.html
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "capture", help="run info, the roofline and a suite into one folder another site can send in",
+        description="Capture this machine: write OUT/info.json (harness info), OUT/results/ (the roofline "
+                    "workload and each --suite) and OUT/manifest.json (harness version, commit, command, "
+                    "how it ended). Rerunning into the same folder on the same machine resumes it.")
+    p.add_argument("out", metavar="OUT", help="capture folder (created; a capture of this machine resumes)")
+    p.add_argument("--suite", action="append", metavar="S",
+                   help="suite name or TOML path to run; repeatable (default: all)")
+    p.add_argument("--backend", help="backend(s) to request for every case, as `harness run --backend`")
+    p.add_argument("--timeout", type=float, help="seconds before a case is killed (default: the suites')")
+    p.add_argument("--note", default="", help="free text kept in the manifest (where the machine is, why)")
+    p.set_defaults(func=main)
+
+
+def machine_line(info: dict[str, Any]) -> str:
+    """The machine in one line: CPU model, microarchitecture, usable cores, GPUs."""
+    hw = info["hardware"]
+    cpu = hw.get("cpu") or {}
+    uarch = (cpu.get("microarch") or {}).get("name")
+    gpus = ", ".join(g.get("name", "?") for g in hw.get("gpus") or [])
+    return (f"{cpu.get('model', '?')}{f' ({uarch})' if uarch else ''}, {cpu.get('usable_cpus', '?')} usable CPUs"
+            + (f", {gpus}" if gpus else "") + f", {hw.get('arch', '?')}"
+            + (" [emulated]" if (hw.get("emulation") or {}).get("emulated") else ""))
+
+
+def _check_target(out: pathlib.Path, line: str) -> dict[str, Any] | None:
+    """The earlier manifest when OUT is a capture of this machine (resume), None when OUT is new or
+    empty; anything else is refused before a byte is written."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"capture folder {out}: is a file; give a new folder")
+    if not out.exists() or not any(out.iterdir()):
+        return None
+    manifest = out / MANIFEST_NAME
+    if not manifest.is_file():
+        raise UsageError(f"capture folder {out}: exists and is not a capture (no {MANIFEST_NAME}); "
+                         "give a new or empty folder")
+    try:
+        earlier = json.loads(manifest.read_text())
+        earlier_line = earlier["machine"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"capture folder {out}: {MANIFEST_NAME} is unreadable ({exc}); "
+                         "give a new folder (nothing there was changed)") from None
+    if earlier_line != line:
+        raise UsageError(f"capture folder {out}: holds another machine ({earlier_line}); this one is {line}. "
+                         "Give a new folder")
+    return earlier
+
+
+def _write_json(path: pathlib.Path, doc: dict[str, Any]) -> None:
+    """Whole or not at all: a capture interrupted while writing keeps its previous manifest."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def _run_argv(what: list[str], results: pathlib.Path, args: argparse.Namespace, resume: bool) -> list[str]:
+    argv = ["run", *what, "--out", str(results)]
+    if args.backend:
+        argv += ["--backend", args.backend]
+    if args.timeout is not None:
+        argv += ["--timeout", str(args.timeout)]
+    return argv + (["--resume"] if resume else [])
+
+
+def _plans_roofline(suite: str, args: argparse.Namespace) -> bool:
+    """Whether the suite has a roofline case (then the capture adds none); bad suites raise here,
+    before anything runs."""
+    from harness.cli import build_parser
+    from harness.commands.run import plan_cases
+
+    run_args = build_parser().parse_args(_run_argv(["--suite", suite], pathlib.Path("unused"), args, False))
+    return any(c.workload == "roofline" for c in plan_cases(run_args, registry()))
+
+
+def _count(results: pathlib.Path) -> dict[str, int]:
+    path = results / RESULTS_NAME
+    if not path.is_file():
+        return {}
+    records, _ = read_records(path)
+    return dict(Counter(r.status for r in records))
+
+
+def main(args: argparse.Namespace) -> int:
+    from harness.cli import build_parser
+
+    out = pathlib.Path(args.out)
+    suites = args.suite or ["all"]
+    runs = [] if any(_plans_roofline(s, args) for s in suites) else [["--workload", "roofline"]]
+    runs += [["--suite", s] for s in suites]
+    info, _ = info_document([])
+    line = machine_line(info)
+    earlier = _check_target(out, line)
+    out.mkdir(parents=True, exist_ok=True)
+    results = out / "results"
+    manifest: dict[str, Any] = {
+        "schema": MANIFEST_SCHEMA, "machine": line, "hostname": info["hardware"].get("hostname"),
+        "profile": (info.get("profile") or {}).get("name"),
+        "harness_version": __version__, **{f"harness_{k}": v for k, v in git_info().items()},
+        "command": ["harness", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("harness") else None,
+        "suites": suites, "backend": args.backend, "note": args.note,
+        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "finished": None, "ended": "running", "runs": [],
+        "earlier": [{k: earlier.get(k) for k in ("started", "finished", "ended", "harness_commit")}]
+        + list(earlier.get("earlier") or []) if earlier else [],
+    }
+    _write_json(out / MANIFEST_NAME, manifest)
+    _write_json(out / "info.json", info)
+    (out / "README.txt").write_text(README_TEXT)
+    ended, code = "interrupted", 130
+    try:
+        for what in runs:
+            console.print(f"[bold]capture:[/bold] harness {' '.join(what)} -> {results}")
+            run_args = build_parser().parse_args(_run_argv(what, results, args, resume=True))
+            run_code = int(run_args.func(run_args))
+            manifest["runs"].append({"what": " ".join(what), "exit": run_code})
+            _write_json(out / MANIFEST_NAME, manifest)
+        code = max((r["exit"] for r in manifest["runs"]), default=0)
+        ended = "complete"
+    except Interrupted as stop:
+        ended, code = f"interrupted by {stop.name}", 128 + stop.signum
+        raise
+    finally:
+        manifest.update(finished=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                        ended=ended, records=_count(results))
+        _write_json(out / MANIFEST_NAME, manifest)
+        console.print(f"capture {ended}: {out} ({sum(manifest['records'].values())} records; "
+                      f"manifest {out / MANIFEST_NAME})")
+    return code
