@@ -258,12 +258,15 @@ def read_records(path: pathlib.Path) -> tuple[list[Record], list[str]]:
 
 
 def results_files(paths: Iterable[str | pathlib.Path]) -> list[pathlib.Path]:
-    """Expand folders to their ``*.jsonl`` files; a missing path, or one that is not a regular
-    file (a FIFO, a device, a folder named like a results file), is a UsageError naming it."""
+    """Expand folders to their ``*.jsonl`` files (a ``harness capture`` folder to its ``results/``
+    folder's); a missing path, or one that is not a regular file (a FIFO, a device, a folder named
+    like a results file), is a UsageError naming it."""
     files: list[pathlib.Path] = []
     for p in map(pathlib.Path, paths):
         if p.is_dir():
             found = sorted(p.glob("*.jsonl"))
+            if not found and (p / "manifest.json").is_file() and (p / "results").is_dir():
+                found = sorted((p / "results").glob("*.jsonl"))
             if not found:
                 raise UsageError(f"{p}: no *.jsonl results files in this folder")
             for f in found:
