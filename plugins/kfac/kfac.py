@@ -7,7 +7,11 @@ G = E[g g^T] over the per-sample gradients of the loss with respect to the layer
 backward pass with labels sampled from the model's softmax while ``capture`` is set, and the
 update's backward pass with ``capture`` off). Both are running averages with decay ``decay``;
 every ``inv_every`` steps they are inverted with factored Tikhonov damping,
-(A + pi sqrt(gamma) I)^-1 and (G + sqrt(gamma)/pi I)^-1, pi = sqrt((tr A / dim A) / (tr G / dim G)).
+(A + pi sqrt(gamma) I)^-1 and (G + sqrt(gamma)/pi I)^-1, pi = sqrt((tr A / dim A) / (tr G / dim G)),
+each multiplied by its damping term (pi sqrt(gamma), sqrt(gamma)/pi). That scale makes the damping
+mean what it says: as gamma grows both inverses tend to the identity and the step is SGD's at the
+same learning rate (the control that removes the curvature); as gamma shrinks the step is gamma
+times the undamped natural gradient, whose scale the learning rate and KL clipping absorb.
 The preconditioned gradient G^-1 grad(W|b) A^-1 is rescaled by KL clipping (kappa) before the
 momentum SGD step, as the large-batch K-FAC implementations do.
 
@@ -35,28 +39,30 @@ class KFAC:
         self.G_inv: dict[Any, Any] = {}
         self.steps = 0
         self.capture = True   # whether a backward pass records the output gradients g
+        self.g_scale = 1.0    # the factor the caller put on the mean loss of this backward pass
         for layer in self.layers:
             layer.register_forward_hook(self._save_input)
 
     def _save_input(self, layer, inputs, output) -> None:
         """Keep the layer's input, and catch the gradient of its output on the way back."""
         if layer.training and output.requires_grad:
-            self._a[layer] = inputs[0].detach()
+            self._a.setdefault(layer, []).append(inputs[0].detach())
             output.register_hook(lambda grad, layer=layer: self._keep_g(layer, grad))
 
     def _keep_g(self, layer, grad) -> None:
-        if self.capture:
-            self._g[layer] = grad.detach()
+        if self.capture:   # per-sample gradients of the loss, whatever mean and scale the caller used
+            self._g.setdefault(layer, []).append(grad.detach() * (len(grad) / self.g_scale))
 
     def batch_factors(self) -> list[Any]:
-        """This batch's [A_l, G_l] for every layer (from the last forward/backward)."""
+        """This batch's [A_l, G_l] for every layer, over every forward/backward since the last call
+        (one per slice of the batch), which it then forgets."""
         import torch
 
         out = []
         for layer in self.layers:
-            a = self._a[layer]
+            a = torch.cat(self._a.pop(layer))
             a = torch.cat([a, torch.ones(len(a), 1, dtype=a.dtype, device=a.device)], dim=1)
-            g = self._g[layer] * len(a)  # per-sample gradients of a mean loss
+            g = torch.cat(self._g.pop(layer))
             out += [a.T @ a / len(a), g.T @ g / len(g)]
         return out
 
@@ -76,8 +82,9 @@ class KFAC:
             for layer in self.layers:
                 A, G = self.A[layer], self.G[layer]
                 pi = ((torch.trace(A) / A.shape[0]) / (torch.trace(G) / G.shape[0]).clamp_min(1e-12)).clamp_min(1e-12) ** 0.5
-                self.A_inv[layer] = torch.linalg.inv(A + pi * root * torch.eye(A.shape[0], dtype=A.dtype, device=A.device))
-                self.G_inv[layer] = torch.linalg.inv(G + root / pi * torch.eye(G.shape[0], dtype=G.dtype, device=G.device))
+                da, dg = pi * root, root / pi
+                self.A_inv[layer] = da * torch.linalg.inv(A + da * torch.eye(A.shape[0], dtype=A.dtype, device=A.device))
+                self.G_inv[layer] = dg * torch.linalg.inv(G + dg * torch.eye(G.shape[0], dtype=G.dtype, device=G.device))
         self.steps += 1
 
     def precondition(self, lr: float) -> None:

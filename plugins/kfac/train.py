@@ -3,17 +3,18 @@ data-parallel over ranks: each rank takes its slice of every global batch; gradi
 K-FAC, the curvature factors) are averaged with one profiled Allreduce per step."""
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 import numpy as np
 
 
-def mlp(seed: int, hidden: int = 128, device: str = "cpu"):
+def mlp(seed: int, inputs: int = 64, hidden: int = 128, device: str = "cpu"):
     import torch
 
     torch.manual_seed(seed)   # initialised on the CPU, then moved: the same weights on every device
-    return torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden),
+    return torch.nn.Sequential(torch.nn.Linear(inputs, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden),
                                torch.nn.ReLU(), torch.nn.Linear(hidden, 10)).to(device)
 
 
@@ -60,22 +61,39 @@ def batches(n: int, batch: int, rng: np.random.Generator):
 
 
 def step_count(cfg: dict[str, Any], n: int) -> int:
-    """Updates of one training: ``updates`` (budget=steps: every configuration the same number) or
-    ``epochs`` passes over the rows (budget=epochs: a large batch takes far fewer steps)."""
+    """Updates of one training: ``epochs`` passes over the rows (budget=epochs, the paper's protocol:
+    a large batch takes fewer, larger steps) or ``updates`` (budget=steps: every configuration the
+    same number, the ablation where a large batch trains for many more epochs)."""
     if cfg["budget"] == "steps":
         return cfg["updates"]
-    return max(1, cfg["epochs"] * n // min(cfg["batch"], n))
+    return max(1, -(-cfg["epochs"] * n // min(cfg["batch"], n)))
+
+
+def learning_rate(cfg: dict[str, Any], base_lr: float, step: int, steps: int, n: int) -> float:
+    """The rate at ``step``: ``base_lr`` (the rate at batch 32) scaled linearly with the batch
+    (``lr_scaling=linear``, Goyal et al. 2017), a linear warm-up over ``warmup_epochs``, then cosine
+    decay to zero, so every configuration ends its budget settled rather than at a high rate."""
+    batch = min(cfg["batch"], n)
+    peak = base_lr * (batch / 32 if cfg["lr_scaling"] == "linear" else 1.0)
+    warm = min(steps - 1, max(0, round(cfg["warmup_epochs"] * n / batch)))
+    if step < warm:
+        return peak * (step + 1) / warm
+    return peak * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
 
 
 def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float, seed: int) -> dict[str, Any]:
-    """Train for :func:`step_count` updates; returns the model and its step statistics."""
+    """Train for :func:`step_count` updates; returns the model and its step statistics.
+
+    With ``smoothing=smoothout`` each ``smooth_slice`` rows of a rank's batch get their own fresh
+    weight noise (Wen et al. draw it per slice, not once per large batch); the gradient is the
+    mean over the slices. K-FAC's factors are taken from every slice's forward/backward."""
     import torch
 
     from harness_plugins.kfac.kfac import KFAC
 
-    model = mlp(seed, device=ctx.device)
+    model = mlp(seed, inputs=x.shape[1], device=ctx.device)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=cfg["weight_decay"])
-    kfac = KFAC(model, damping=cfg["damping"]) if cfg["optimizer"] == "kfac" else None
+    kfac = KFAC(model, damping=cfg["damping"], kl_clip=cfg.get("kl_clip", 1e-3)) if cfg["optimizer"] == "kfac" else None
     loss_fn = torch.nn.CrossEntropyLoss()
     rng = np.random.default_rng(seed)             # the same on every rank: the same global batches
     gen = torch.Generator().manual_seed(seed + 1)  # the same smoothing noise on every rank
@@ -85,41 +103,50 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
     params = list(model.parameters())
     steps = step_count(cfg, len(x))
     true_fisher = kfac is not None and cfg.get("fisher") == "true"
+    smooth = cfg["smoothing"] == "smoothout"
+    slice_rows = cfg["smooth_slice"] if smooth else per_rank
     stream = batches(len(x), batch, rng)
     t0 = time.perf_counter()
-    for _ in range(steps):
+    for step in range(steps):
         idx = torch.from_numpy(next(stream)[ctx.rank * per_rank:(ctx.rank + 1) * per_rank]).to(ctx.device)
-        noise = smoothout(model, cfg["smooth_a"], gen) if cfg["smoothing"] == "smoothout" else None
+        for group in opt.param_groups:
+            group["lr"] = learning_rate(cfg, lr, step, steps, len(x))
         with ctx.phase("forward_backward"):
-            opt.zero_grad()
-            logits = model(xt[idx])
-            if true_fisher:   # g from labels sampled from the model's own predictive distribution
-                probs = torch.softmax(logits.detach(), 1).cpu()   # sampled with the CPU generator
-                sampled = torch.multinomial(probs, 1, generator=gen)[:, 0].to(logits.device)
-                loss_fn(logits, sampled).backward(retain_graph=True)
-                opt.zero_grad()
-                kfac.capture = False
-            loss = loss_fn(logits, yt[idx])
-            loss.backward()
-            if kfac is not None:
-                kfac.capture = True
-        if noise is not None:
-            with torch.no_grad():
-                for p, n in zip(params, noise):
-                    p.sub_(n)
+            grads = [torch.zeros_like(q) for q in params]
+            for lo in range(0, len(idx), slice_rows):
+                part = idx[lo:lo + slice_rows]
+                frac = len(part) / len(idx)
+                noise = smoothout(model, cfg["smooth_a"], gen) if smooth else None
+                logits = model(xt[part])
+                if true_fisher:   # g from labels sampled from the model's own predictive distribution
+                    probs = torch.softmax(logits.detach(), 1).cpu()   # sampled with the CPU generator
+                    sampled = torch.multinomial(probs, 1, generator=gen)[:, 0].to(logits.device)
+                    kfac.capture, kfac.g_scale = True, 1.0
+                    torch.autograd.grad(loss_fn(logits, sampled), params, retain_graph=True)
+                    kfac.capture = False
+                elif kfac is not None:
+                    kfac.capture, kfac.g_scale = True, frac
+                for g, d in zip(grads, torch.autograd.grad(loss_fn(logits, yt[part]) * frac, params)):
+                    g.add_(d)
+                if noise is not None:
+                    with torch.no_grad():
+                        for q, n in zip(params, noise):
+                            q.sub_(n)
+            for q, g in zip(params, grads):
+                q.grad = g
         factors = kfac.batch_factors() if kfac else []
         if ctx.nranks > 1:
-            local = _flat([p.grad for p in params] + factors)
+            local = _flat([q.grad for q in params] + factors)
             total = np.empty_like(local)
             ctx.comm.Allreduce(local, total)
-            merged = _unflat(total / ctx.nranks, [p.grad for p in params] + factors)
-            for p, g in zip(params, merged):
-                p.grad.copy_(g)
+            merged = _unflat(total / ctx.nranks, [q.grad for q in params] + factors)
+            for q, g in zip(params, merged):
+                q.grad.copy_(g)
             factors = merged[len(params):]
         with ctx.phase("optimizer"):
             if kfac:
                 kfac.update(factors)
-                kfac.precondition(lr)
+                kfac.precondition(opt.param_groups[0]["lr"])
             opt.step()
     return {"model": model, "steps": steps, "train_s": time.perf_counter() - t0}
 
