@@ -19,13 +19,8 @@ from harness.results.store import read_records
 REGISTRY = build_registry()
 BUILTIN = sorted(n for n in REGISTRY.workloads if REGISTRY.source("workload", n).startswith("hpml-harness:"))
 # Claims known not to fail under their control, each with the issue that fixes it (strict xfail:
-# once the claim does fail under its control, the entry must go). This one is judged on one
-# replicate (the workload reports the figure once per sweep), so its control is inconclusive, not
-# decided fail: the interval rule refuses to call one run proof.
-KNOWN_UNCAUGHT: dict[tuple[str, str], str] = {
-    ("email_transfer", "crossover_found == 1"):
-        "one replicate of the crossover over the whole sweep: issue 27 rebuilds the claim on per-seed figures",
-}
+# once the claim does fail under its control, the entry must go). None at present.
+KNOWN_UNCAUGHT: dict[tuple[str, str], str] = {}
 MARKS = {
     "psgd_svm": [pytest.mark.mpi], "roofline": [],
     "dpmm": [pytest.mark.mpi, pytest.mark.slow],

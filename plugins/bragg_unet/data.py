@@ -1,14 +1,24 @@
 """Simulated neutron single-crystal diffraction peaks in 3D reciprocal-space boxes.
 
 A documented simplification of the strong-peak profile (Ikeda-Carpenter time-of-flight profile
-times a bivariate Gaussian): along the TOF axis (axis 0) the profile is an exponentially
-modified Gaussian (a Gaussian rise convolved with an exponential decay of length ``tau``, the
-moderator's tail), across it a bivariate Gaussian with a random rotation; widths jitter per peak.
-Total counts I are log-uniform in [i_min, i_max] (so weak peaks are common), on a flat
-background b ~ U(b_min, b_max) counts/voxel, then Poisson counting noise. Ground truth: the
-smallest set of voxels holding ``mask_fraction`` of the peak's expected counts, and I itself.
-An "instrument" (dataset) is the set of shape parameters; transfer learning uses two of them.
-Everything is drawn from ``numpy.random.default_rng(seed)``.
+times a Gaussian), with the variability a real detector gives:
+
+- shape: an anisotropic 3-D Gaussian core (three widths, each ``sigma`` x U(1 - aniso, 1 + aniso))
+  under a random 3-D rotation, convolved along the TOF axis (axis 0) with an exponential tail of
+  length ``tau`` x U(0.8, 1.2) (the moderator's emission time);
+- position: the centre anywhere within +-``centre_jitter`` voxels of the box centre (4 by default:
+  a peak-finder is needed, a fixed mask is not enough);
+- intensity I log-uniform in [i_min, i_max] (weak peaks are common);
+- background: b ~ U(b_min, b_max) counts/voxel with a linear gradient of up to ``gradient`` x b
+  across the box in a random direction;
+- satellites: with probability ``satellite_p`` a second, weaker reflection (``satellite_ratio``
+  of I, U(0.05, 0.3)) 4-7 voxels away, which is not part of the peak: a mask or integration must
+  leave it out;
+- Poisson counting noise on the sum.
+
+Ground truth: the smallest set of voxels holding ``mask_fraction`` of the main peak's expected
+counts, and I itself. An "instrument" (dataset) is the set of parameters; transfer learning uses
+two of them. Everything is drawn from ``numpy.random.default_rng(seed)``.
 """
 from __future__ import annotations
 
@@ -19,36 +29,42 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Instrument:
-    sigma: float = 1.4          # Gaussian width (voxels) across TOF
-    sigma_tof: float = 1.0      # Gaussian rise along TOF
+    sigma: float = 1.4          # Gaussian width (voxels) of the core
+    aniso: float = 0.35         # each axis's width x U(1 - aniso, 1 + aniso)
     tau: float = 2.0            # exponential tail along TOF (voxels)
+    centre_jitter: float = 4.0  # the centre within +- this many voxels of the box centre
     i_min: float = 20.0
     i_max: float = 2000.0
     b_min: float = 0.2
     b_max: float = 1.0
+    gradient: float = 0.6       # background change across the box, as a fraction of b
+    satellite_p: float = 0.3    # probability of a neighbouring weaker reflection
     mask_fraction: float = 0.9
 
 
-INSTRUMENTS = {"A": Instrument(), "B": Instrument(sigma=1.1, sigma_tof=0.8, tau=3.5)}
+INSTRUMENTS = {"A": Instrument(), "B": Instrument(sigma=1.1, tau=3.5, aniso=0.45)}
 
 
-def _profile(size: int, inst: Instrument, rng: np.random.Generator) -> np.ndarray:
-    c = (size - 1) / 2 + rng.uniform(-1.5, 1.5, 3)
+def _rotation(rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random 3-D rotation (QR of a Gaussian matrix, signs fixed)."""
+    q, r = np.linalg.qr(rng.standard_normal((3, 3)))
+    q *= np.sign(np.diag(r))
+    return q if np.linalg.det(q) > 0 else -q
+
+
+def _peak(size: int, centre: np.ndarray, sigma: float, aniso: float, tau: float,
+          rng: np.random.Generator) -> np.ndarray:
+    """One peak's expected-count shape (sums to 1 over the box)."""
     g = np.arange(size, dtype=float)
-    t, y, x = np.meshgrid(g - c[0], g - c[1], g - c[2], indexing="ij")
-    theta = rng.uniform(0, np.pi)
-    u = np.cos(theta) * y + np.sin(theta) * x
-    v = -np.sin(theta) * y + np.cos(theta) * x
-    su, sv = inst.sigma * rng.uniform(0.8, 1.3), inst.sigma * rng.uniform(0.8, 1.3)
-    cross = np.exp(-0.5 * (u / su) ** 2 - 0.5 * (v / sv) ** 2)
-    # exponentially modified Gaussian along TOF, on a fine grid then sampled
-    tau = inst.tau * rng.uniform(0.8, 1.2)
-    fine = np.linspace(-6, size, 8 * (size + 6))
-    rise = np.exp(-0.5 * (fine / inst.sigma_tof) ** 2)
-    kernel = np.exp(-np.clip(fine - fine[0], 0, None) / tau)
-    emg = np.convolve(rise, kernel)[: len(fine)]
-    along = np.interp(t, fine, emg / emg.max())
-    shape = along * cross
+    grid = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1) - centre
+    widths = sigma * rng.uniform(1 - aniso, 1 + aniso, 3)
+    local = grid @ _rotation(rng)
+    core = np.exp(-0.5 * ((local / widths) ** 2).sum(axis=-1))
+    t = tau * rng.uniform(0.8, 1.2)
+    kernel = np.exp(-np.arange(size) / t)
+    shape = np.zeros_like(core)
+    for k, w in enumerate(kernel):   # the TOF tail: the core convolved along axis 0
+        shape[k:] += w * core[:size - k]
     return shape / shape.sum()
 
 
@@ -58,6 +74,14 @@ def _mask(shape: np.ndarray, fraction: float) -> np.ndarray:
     return shape >= cut
 
 
+def _background(size: int, level: float, gradient: float, rng: np.random.Generator) -> np.ndarray:
+    g = np.arange(size, dtype=float) - (size - 1) / 2
+    direction = rng.standard_normal(3)
+    direction /= np.linalg.norm(direction)
+    ramp = sum(d * a for d, a in zip(direction, np.meshgrid(g, g, g, indexing="ij"))) / size
+    return level * (1 + rng.uniform(0, gradient) * ramp)
+
+
 def simulate(n: int, size: int, inst: Instrument, seed: int) -> dict[str, np.ndarray]:
     """n boxes: counts (n, size, size, size), mask (bool), intensity (n), background (n)."""
     rng = np.random.default_rng(seed)
@@ -65,11 +89,22 @@ def simulate(n: int, size: int, inst: Instrument, seed: int) -> dict[str, np.nda
     mask = np.empty((n, size, size, size), dtype=bool)
     intensity = np.exp(rng.uniform(np.log(inst.i_min), np.log(inst.i_max), n))
     background = rng.uniform(inst.b_min, inst.b_max, n)
+    satellites = np.zeros(n, dtype=bool)
+    middle = (size - 1) / 2
     for i in range(n):
-        shape = _profile(size, inst, rng)
-        counts[i] = rng.poisson(intensity[i] * shape + background[i])
+        centre = middle + rng.uniform(-inst.centre_jitter, inst.centre_jitter, 3)
+        shape = _peak(size, centre, inst.sigma, inst.aniso, inst.tau, rng)
+        expected = intensity[i] * shape + _background(size, background[i], inst.gradient, rng)
+        if rng.random() < inst.satellite_p:
+            satellites[i] = True
+            offset = rng.standard_normal(3)
+            offset *= rng.uniform(4, 7) / np.linalg.norm(offset)
+            other = _peak(size, centre + offset, inst.sigma, inst.aniso, inst.tau, rng)
+            expected += rng.uniform(0.05, 0.3) * intensity[i] * other
+        counts[i] = rng.poisson(expected)
         mask[i] = _mask(shape, inst.mask_fraction)
-    return {"counts": counts, "mask": mask, "intensity": intensity, "background": background}
+    return {"counts": counts, "mask": mask, "intensity": intensity, "background": background,
+            "satellite": satellites}
 
 
 def features(counts: np.ndarray) -> np.ndarray:

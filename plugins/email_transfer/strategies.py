@@ -40,7 +40,7 @@ def logistic(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, seed:
     return clf.fit(x_train, y_train).predict(x_test)
 
 
-def _minibatches(n: int, updates: int, batch: int, seed: int):
+def minibatches(n: int, updates: int, batch: int, seed: int):
     """``updates`` index batches of min(batch, n) rows, each epoch a fresh permutation."""
     rng = np.random.default_rng(seed)
     size, order = min(batch, n), np.empty(0, dtype=np.int64)
@@ -57,7 +57,7 @@ def frozen_head(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, cl
     net = head(x_train.shape[1], classes, seed)
     opt = torch.optim.Adam(net.parameters(), lr=head_lr)
     x, y = torch.from_numpy(x_train), torch.from_numpy(y_train)
-    for idx in _minibatches(len(y), updates, batch, seed):
+    for idx in minibatches(len(y), updates, batch, seed):
         loss = torch.nn.functional.cross_entropy(net(x[idx]), y[idx])
         opt.zero_grad()
         loss.backward()
@@ -76,7 +76,7 @@ def fine_tune(encoder: torch.nn.Module, texts: list[str], y_train: np.ndarray, t
     opt = torch.optim.Adam([{"params": enc.parameters(), "lr": encoder_lr},
                             {"params": net.parameters(), "lr": head_lr}])
     y = torch.from_numpy(y_train)
-    for idx in _minibatches(len(y), updates, batch, seed):
+    for idx in minibatches(len(y), updates, batch, seed):
         loss = torch.nn.functional.cross_entropy(net(enc([texts[i] for i in idx])), y[idx])
         opt.zero_grad()
         loss.backward()

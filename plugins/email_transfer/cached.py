@@ -1,0 +1,85 @@
+"""MiniLM with its lower layers run once: what does not change between seeds is computed once.
+
+Tokenisation and the hidden states below the ``tune_layers`` top transformer layers are the same
+for every seed, label count and strategy, so they are computed once per email (``CachedMiniLM``).
+Fine-tuning trains a copy of the top layers and the head on those cached states (the lower
+layers stay frozen: partial fine-tuning, stated as a deviation in docs/workloads/email_transfer.md);
+the feature-based arm's embedding is the whole frozen encoder's pooled output, the same numbers
+``MiniLMEncoder`` gives (a test checks it).
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from harness_plugins.email_transfer.strategies import head, minibatches
+
+
+class CachedMiniLM:
+    """Hidden states of every text below the top ``tune_layers`` layers, with the attention masks."""
+
+    def __init__(self, encoder, texts: list[str], tune_layers: int, batch: int = 64) -> None:
+        layers = encoder.model.encoder.layer
+        if not 1 <= tune_layers <= len(layers):
+            raise ValueError(f"tune_layers={tune_layers}: MiniLM has {len(layers)} layers; give 1..{len(layers)}")
+        self.cut = len(layers) - tune_layers
+        self.top = layers[self.cut:]
+        self.dim = encoder.dim
+        tokens = encoder.tokenizer(texts, padding=True, truncation=True, max_length=encoder.max_length,
+                                   return_tensors="pt")
+        self.mask = tokens["attention_mask"]
+        encoder.eval()
+        with torch.no_grad():
+            self.hidden = torch.cat([
+                encoder.model(**{k: v[i:i + batch] for k, v in tokens.items()},
+                              output_hidden_states=True).hidden_states[self.cut]
+                for i in range(0, len(texts), batch)])
+
+    def pooled(self, idx, top=None) -> torch.Tensor:
+        """Mean-pooled output of ``top`` (default: the pretrained top layers) for rows ``idx``."""
+        mask = self.mask[idx]
+        width = int(mask.sum(1).max())
+        mask = mask[:, :width]
+        hidden = self.hidden[idx, :width]
+        additive = (1.0 - mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
+        for layer in (self.top if top is None else top):
+            out = layer(hidden, attention_mask=additive)
+            hidden = out[0] if isinstance(out, tuple) else out
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+    @torch.no_grad()
+    def features(self, batch: int = 128) -> np.ndarray:
+        """The frozen encoder's embedding of every cached text [n, dim]."""
+        self.top.eval()
+        n = len(self.mask)
+        return torch.cat([self.pooled(np.arange(i, min(n, i + batch))) for i in range(0, n, batch)]).numpy()
+
+
+def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test: CachedMiniLM, classes: int,
+                  seed: int, steps: int, batch: int, head_lr: float, encoder_lr: float) -> np.ndarray:
+    """Predicted test labels after ``steps`` Adam updates of a copy of the top layers and the head
+    (``encoder_lr`` 0: the top layers stay as pretrained, only the head learns)."""
+    top = copy.deepcopy(pool.top)
+    top.train()
+    net = head(pool.dim, classes, seed)
+    groups = [{"params": net.parameters(), "lr": head_lr}]
+    if encoder_lr > 0:
+        groups.append({"params": top.parameters(), "lr": encoder_lr})
+    else:
+        top.requires_grad_(False)
+    opt = torch.optim.Adam(groups)
+    y = torch.from_numpy(y_train)
+    torch.manual_seed(seed)   # dropout masks
+    for rows in minibatches(len(y), steps, batch, seed):
+        loss = torch.nn.functional.cross_entropy(net(pool.pooled(idx[rows], top)), y[rows])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    top.eval()
+    with torch.no_grad():
+        n = len(test.mask)
+        logits = torch.cat([net(test.pooled(np.arange(i, min(n, i + 128)), top)) for i in range(0, n, 128)])
+    return logits.argmax(1).numpy()
