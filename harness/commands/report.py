@@ -31,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stamp", action="store_true",
                    help="md: open with the command, the harness commit, machines and dates of the records "
                         "(how docs/results.md is made)")
+    p.add_argument("--by-machine", action="store_true",
+                   help="csv/parquet: the wide table, one row per matched case and per machine its median "
+                        "seconds, interval, throughput, speed-up over the reference with its bootstrap "
+                        "interval and fraction of peak")
+    p.add_argument("--reference", metavar="TEXT",
+                   help="the reference machine of speed-ups: the first whose name contains TEXT "
+                        "(default: the first machine of the records)")
     add_confidence_option(p, default=None,
                           extra=" (default: the level each record was judged at); claims are judged again "
                                 "from the replicates their verdicts keep")
@@ -54,19 +61,25 @@ def _write_atomic(path: pathlib.Path, data: bytes | Callable[[Any], None]) -> No
 
 
 # What each format reads of a record beside its flat columns (the rest is never held in memory).
-READS = {"md": frozenset({"claims"}), "html": frozenset({"claims", "phases", "ceiling_metrics", "ceilings"}),
+READS = {"md": frozenset({"claims", "samples", "work_metrics"}),
+         "html": frozenset({"claims", "phases", "ceiling_metrics", "ceilings", "samples", "work_metrics"}),
          "csv": frozenset({"metrics"}), "parquet": frozenset({"metrics"})}
+BY_MACHINE_READS = frozenset({"samples"})
 
 
 def main(args: argparse.Namespace) -> int:
     fmt = args.format or (pathlib.Path(args.out).suffix.lstrip(".") if args.out else "md")
     if fmt not in FORMATS:
         raise UsageError(f"--out {args.out}: cannot tell the format from {fmt!r}; use --format {'|'.join(FORMATS)}")
-    df, problems = load_frame(args.results, READS[fmt] | ({"evidence"} if args.confidence is not None else set()))
+    if args.by_machine and fmt not in ("csv", "parquet"):
+        raise UsageError(f"--by-machine writes a table: give --out FILE.csv or FILE.parquet (not {fmt})")
+    reads = BY_MACHINE_READS if args.by_machine else READS[fmt]
+    df, problems = load_frame(args.results, reads | ({"evidence"} if args.confidence is not None else set()))
     warn_unreadable(problems)
     if df.empty:
         raise UsageError(f"no readable records in {', '.join(args.results)}")
     df = rejudged(df, args.confidence)
+    df.attrs["reference"] = args.reference
     out = pathlib.Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
@@ -81,6 +94,19 @@ def main(args: argparse.Namespace) -> int:
         out = out or pathlib.Path("report.html")
         _write_atomic(out, lambda f: f.writelines(piece.encode() for piece in parts))
         print(f"wrote {out} ({out.stat().st_size} bytes, {len(df)} records)")
+        return 0
+    if args.by_machine:
+        from harness.report.machines import by_machine
+
+        wide = by_machine(df, args.reference)
+        if wide.empty:
+            raise UsageError("--by-machine: no ok measurement records to compare")
+        out = out or pathlib.Path(f"machines.{fmt}")
+        if fmt == "csv":
+            _write_atomic(out, lambda f: defuse_formulas(wide).to_csv(f, index=False, encoding="utf-8"))
+        else:
+            _write_atomic(out, lambda f: parquet_safe(wide).to_parquet(f, index=False))
+        print(f"wrote {out} ({len(wide)} matched cases x {len(wide.attrs['machines'])} machines)")
         return 0
     if fmt == "csv":   # written as it is made: 100,000 rows of CSV never sit in memory twice
         frame = defuse_formulas(df.drop(columns=NESTED_COLUMNS).join(pd_json_columns(df)))

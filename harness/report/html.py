@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.report import plots
 from harness.report.tables import (CASE_COLUMNS, CLAIM_COLUMNS, claim_tally, energy_note, iter_case_rows,
-                                   iter_claim_rows, nonempty, table_notes)
+                                   iter_claim_rows, machine_sections, nonempty, table_notes)
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
 font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
@@ -60,6 +60,11 @@ def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
         yield "<p>No claims were evaluated.</p>"
     else:
         yield from _table_parts(CLAIM_COLUMNS, claims, verdict_col=4)
+    for title, columns, rows, note in machine_sections(df):
+        yield f"\n<h2>{html.escape(title)}</h2>\n<p class='note'>{html.escape(note)}</p>"
+        yield from _table_parts(columns, rows, verdict_col=None)
+    for title, png in plots.machine_figures(df):
+        yield "\n" + _img(title, png)
     for workload, table_rows in iter_case_rows(df):
         yield f"\n<h2>{html.escape(workload)}</h2>\n"
         yield from _table_parts(CASE_COLUMNS, table_rows)

@@ -124,3 +124,38 @@ def workload_figures(group: pd.DataFrame, workload: str) -> list[tuple[str, byte
         if png:
             figures.append((title, png))
     return figures
+
+
+def machine_figures(df: pd.DataFrame) -> list[tuple[str, bytes]]:
+    """Grouped bars, one group per matched case and one bar per machine: the speed-up over the
+    reference machine with its bootstrap interval as whiskers (records of several machines only)."""
+    from harness.report.machines import by_machine, case_label
+
+    if df.empty or df.machine.nunique() < 2:
+        return []
+    wide = by_machine(df)
+    names = wide.attrs.get("machines", [])
+    cols = [m for m in names[1:] if f"{m} | speedup_vs_ref" in wide]
+    if wide.empty or not cols:
+        return []
+    shown = wide.dropna(subset=[f"{m} | speedup_vs_ref" for m in cols], how="all").head(30)
+    if shown.empty:
+        return []
+    plt = _plt()
+    width = 0.8 / len(cols)
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(shown) * len(cols) + 1.5))
+    for j, m in enumerate(cols):
+        ys = [i + j * width for i in range(len(shown))]
+        est = shown[f"{m} | speedup_vs_ref"].astype(float)
+        lo = shown.get(f"{m} | speedup_low", est).astype(float).fillna(est)
+        hi = shown.get(f"{m} | speedup_high", est).astype(float).fillna(est)
+        ax.barh(ys, est, height=width, label=m[:60],
+                xerr=[(est - lo).clip(lower=0), (hi - est).clip(lower=0)], capsize=2)
+    ax.axvline(1.0, color="#444", linewidth=0.8)
+    ax.set_yticks([i + width * (len(cols) - 1) / 2 for i in range(len(shown))])
+    ax.set_yticklabels([case_label(r)[:50] for _, r in shown.iterrows()], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"speed-up over {names[0][:50]} (log; whiskers: 95% bootstrap interval)")
+    ax.invert_yaxis()
+    ax.legend(fontsize=7, loc="best")
+    return [("speed-up per matched case and machine", _png(fig))]

@@ -244,9 +244,56 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
     else:
         for i, line in enumerate(markdown_lines(CLAIM_COLUMNS, claims)):
             yield ("\n" if i else "") + line
+    for title, columns, rows, note in machine_sections(df):
+        yield f"\n\n## {title}\n\n" + (f"{note}\n\n" if note else "") + markdown_table(columns, rows)
     for workload, rows in iter_case_rows(df):
         note = table_notes(rows)
         yield f"\n\n## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows) + (f"\n\n{note}" if note else "")
     if problems:
         yield "\n\n## Unreadable lines\n\n" + "\n".join(f"- {no_tags(p)}" for p in problems)
     yield "\n"
+
+
+def machine_sections(df: pd.DataFrame, reference: str | None = None) -> Iterator[tuple[str, list[str], list[list[str]], str]]:
+    """(title, columns, rows, note) of the sections about machines: when the records come from
+    more than one machine, the verdict matrix and the matched cases per machine; the roofline
+    model of other machines; performance portability across the machines."""
+    from harness.report import machines
+
+    several = not df.empty and df.machine.nunique() >= 2
+    if several:
+        names, rows = machines.verdict_matrix(df)
+        if rows:
+            yield ("Claims per machine", ["claim", *names], rows,
+                   "One row per claim, one column per machine: the verdicts of that machine's cases.")
+        wide = machines.by_machine(df, reference or df.attrs.get("reference"))
+        if not wide.empty and len(wide.attrs["machines"]) > 1:
+            columns, table = machines.side_by_side_rows(wide)
+            yield ("Machines side by side", columns, table,
+                   f"Per matched case and machine: median seconds per repeat [95% interval]; x speed-up over "
+                   f"{wide.attrs['machines'][0]} (the reference) [95% bootstrap interval]; % of the machine's "
+                   "peak where the workload declares it. Emulated machines show no speed-up (their timings are "
+                   "not the machine's).")
+    if not df.empty:
+        yield from model_sections(df)
+    entries = machines.portability(df) if several else []
+    if entries:
+        columns, table = machines.portability_rows(entries)
+        yield ("Performance portability", columns, table,
+               "Pennycook's PP: the harmonic mean of a workload's efficiency over the machines, 0 when one did "
+               "not run it (docs/reports.md says how it is computed).")
+
+
+def model_sections(df: pd.DataFrame) -> Iterator[tuple[str, list[str], list[list[str]], str]]:
+    """The roofline model of every hardware profile for cases that report their work (a model,
+    in its own table, never mixed with measurements)."""
+    from harness.commands.common import profiles
+    from harness.report.model import model_rows
+
+    found, _ = profiles()
+    columns, rows = model_rows(df, {name: prof.data for name, prof in found.items()})
+    if rows:
+        yield ("Model: predicted seconds per repeat on each hardware profile (not measured)", columns, rows,
+               "A roofline model from the work each case reports (work_flops_fp64/fp32, work_bytes) and each "
+               "profile's whole-node peaks, the kinds of work one after another: t = sum flops / peak + bytes / "
+               "bandwidth. Where the case ran on a machine matching the profile: measured / predicted.")

@@ -21,7 +21,7 @@ NESTED_COLUMNS = ["samples", "metrics", "ceilings", "claims", "phases"]
 EVERYTHING = frozenset(NESTED_COLUMNS) | {"metric_lists", "evidence"}
 
 COLUMNS = ["file", "workload", "case_id", "size", "params", "machine", "emulated", "backend", "library",
-           "verified", "ranks", "threads", "status", "reason", "median_s", "ci95_low_s", "ci95_high_s", "cov",
+           "verified", "ranks", "threads", "usable_cpus", "status", "reason", "median_s", "ci95_low_s", "ci95_high_s", "cov",
            "unstable", "throughput", "throughput_unit", "fraction_of_peak", "comm_fraction", "comm_imbalance",
            "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
            "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_total", "control",
@@ -53,6 +53,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "verified": record.backend.verified,
         "ranks": record.launch.ranks,
         "threads": record.launch.threads,
+        "usable_cpus": (record.hardware.get("cpu") or {}).get("usable_cpus"),
         "status": record.status,
         "reason": record.reason,
         "median_s": stats.median if stats else None,
@@ -91,14 +92,18 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
 
 def _metrics(record: Record, keep: frozenset[str]) -> dict[str, Any] | None:
     """The metrics a reader keeps: all, the scalar ones (without "metric_lists"), only those the
-    workload names as machine ceilings ("ceiling_metrics": the roofline plot), or none."""
+    workload names as machine ceilings ("ceiling_metrics": the roofline plot) and the work of a
+    repeat ("work_metrics": the report's model), or none."""
     if "metrics" in keep:
         if "metric_lists" in keep:
             return record.metrics
         return {k: v for k, v in record.metrics.items() if not isinstance(v, (list, dict))}
+    out = {}
     if "ceiling_metrics" in keep and record.workload.ceilings:
-        return {k: record.metrics[k] for k in record.workload.ceilings if k in record.metrics}
-    return None
+        out.update({k: record.metrics[k] for k in record.workload.ceilings if k in record.metrics})
+    if "work_metrics" in keep:
+        out.update({k: v for k, v in record.metrics.items() if k.startswith("work_")})
+    return out or None
 
 
 def _claim_json(claim: Any, evidence: bool) -> dict[str, Any]:

@@ -110,6 +110,14 @@ class Roofline(Workload):
                 metrics["gemm_checked"] = f"{small[0]} n={small[1]}"
         for dname, peak in peaks.items():
             metrics[f"peak_gflops_{dname}"] = peak
+        # the work of this repeat, for the report's roofline model of other machines: every GEMM
+        # call (and the check's), and the triad's 3 passes over 3 arrays of 8-byte words
+        for dname in {k[0] for k in s["mats"]}:
+            calls = sum(2.0 * n**3 * p["gemm_reps"] for d, n in s["mats"] if d == dname)
+            if small is not None and small[0] == dname:
+                calls += 2.0 * small[1] ** 3
+            metrics[f"work_flops_{dname}"] = calls
+        metrics["work_bytes"] = 3 * 24.0 * s["arrays"][0].size
         metrics["triad_gbs"] = gbs
         if "fp64" in peaks:
             metrics["ridge_flop_per_byte_fp64"] = peaks["fp64"] / gbs
@@ -119,9 +127,10 @@ class Roofline(Workload):
 
     @staticmethod
     def _fractions(ctx, peaks: dict[str, float], gbs: float) -> dict[str, float]:
-        """Measured over the matched profile's peak, scaled to the threads used on a CPU node."""
+        """Measured over the matched profile's peak, scaled to the threads used on a CPU node. A GPU
+        node's profile holds the GPU's peaks: the CPU's BLAS is never judged against them."""
         prof = ctx.profile
-        if not prof:
+        if not prof or prof.get("kind") == "gpu":
             return {}
         cores = prof.get("cpu", {}).get("cores")
         share = min(1.0, ctx.threads / cores) if cores else 1.0

@@ -1,0 +1,218 @@
+"""Machines side by side: matched cases per machine with intervals, the claims' verdicts per
+machine, and performance portability.
+
+A machine is a record's ``machine`` label (the matched hardware profile, else CPU model,
+microarchitecture and host; emulated runs are their own machine). A case is matched across
+machines on workload, size, swept params, ranks, threads (or "all CPUs") and backend. Timings of emulated
+machines are never compared (their verdicts are shown, their ratios are not).
+
+Speed-up of machine M over the reference R on a case: median(R's seconds per repeat) /
+median(M's), with a seeded bootstrap interval (both sample sets resampled independently).
+
+Performance portability (Pennycook, Sewall and Lee, "Implications of a metric for performance
+portability", FGCS 2019): PP = |H| / sum_i 1/e_i over the machines H of the report, 0 when one
+of them did not run the workload. Application efficiency e_i = the machine's throughput over
+the best observed on that case (1 / median seconds); architectural efficiency = the workload's
+declared fraction of the machine's peak. Per workload, a machine's efficiency is the geometric
+mean over the workload's cases that every machine ran; the interval comes from a bootstrap
+over the per-repeat samples. Only cases whose backend verification did not fail count.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.intervals import ratio_of_medians
+
+CASE_KEY = ["workload", "size", "params", "ranks", "cpus", "backend"]
+BOOTSTRAP = 1000
+
+
+def usable(df: pd.DataFrame) -> pd.DataFrame:
+    """Ok measurement records (not controls), verification not failed, the latest per case and
+    machine. ``cpus`` is the threads per rank, or "all" where one rank took every usable CPU of
+    the machine (a one-rank case's default), so a default run matches across core counts."""
+    ok = df[(df.status == "ok") & (df.control.fillna("") == "") & (df.verified != False)]  # noqa: E712
+    every = (ok.ranks == 1) & ok.usable_cpus.notna() & (ok.threads >= ok.usable_cpus.fillna(10**9))
+    ok = ok.assign(cpus=np.where(every, "all", ok.threads.astype(str)))
+    return ok.sort_values("created").drop_duplicates(CASE_KEY + ["machine"], keep="last")
+
+
+def machines_of(df: pd.DataFrame, reference: str | None = None) -> list[str]:
+    """The machines in first-seen order, the reference first (``reference`` matches a substring)."""
+    names = list(dict.fromkeys(df.machine))
+    if reference:
+        chosen = [m for m in names if reference.lower() in m.lower()]
+        if not chosen:
+            from harness.errors import UsageError
+            raise UsageError(f"--reference {reference!r}: no machine matches; machines here: {'; '.join(names)}")
+        names.remove(chosen[0])
+        names.insert(0, chosen[0])
+    return names
+
+
+def _samples(values: Any) -> np.ndarray:
+    """Seconds per measured repeat (empty when the frame was loaded without samples)."""
+    return np.asarray(values if isinstance(values, (list, tuple, np.ndarray)) else [], dtype=float)
+
+
+def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
+    """One row per matched case; per machine: median seconds and interval, throughput, the
+    speed-up over the reference with its bootstrap interval, fraction of peak."""
+    ok = usable(df)
+    names = machines_of(ok, reference) if not ok.empty else []
+    rows = []
+    for key, group in ok.groupby(CASE_KEY, sort=True, dropna=False):
+        out: dict[str, Any] = dict(zip(CASE_KEY, key))
+        per = {r.machine: r for r in group.itertuples()}
+        ref = per.get(names[0]) if names else None
+        for m in names:
+            r = per.get(m)
+            if r is None:
+                continue
+            out[f"{m} | median_s"] = r.median_s
+            out[f"{m} | ci_low_s"] = r.ci95_low_s
+            out[f"{m} | ci_high_s"] = r.ci95_high_s
+            out[f"{m} | throughput"] = r.throughput
+            out[f"{m} | fraction_of_peak"] = r.fraction_of_peak
+            if ref is not None and not r.emulated and not ref.emulated:
+                a, b = _samples(ref.samples), _samples(r.samples)
+                if len(a) and len(b):
+                    est, lo, hi = ratio_of_medians(a, b, confidence)
+                    out[f"{m} | speedup_vs_ref"] = est
+                    out[f"{m} | speedup_low"] = None if math.isnan(lo) else lo
+                    out[f"{m} | speedup_high"] = None if math.isnan(hi) else hi
+        rows.append(out)
+    frame = pd.DataFrame(rows)
+    frame.attrs["machines"] = names
+    return frame
+
+
+def verdict_matrix(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """(machines, rows): one row per claim (workload: claim text), one cell per machine with its
+    verdicts there ("pass", "fail", "2 pass, 1 inconclusive", "" where not evaluated)."""
+    from harness.report.tables import verdicts
+
+    data = df[(df.control.fillna("") == "") & df.claims.notna()]
+    names = list(dict.fromkeys(data.machine))
+    cells: dict[str, dict[str, list[str]]] = {}
+    for r in data.itertuples():
+        for c in verdicts(r.claims):
+            if c.status in ("not_applicable", "not_evaluated"):
+                continue
+            cells.setdefault(f"{r.workload}: {c.text}", {}).setdefault(r.machine, []).append(
+                "FAIL" if c.status == "fail" else c.status)
+    rows = []
+    for claim in sorted(cells):
+        row = [claim]
+        for m in names:
+            got = cells[claim].get(m, [])
+            counts = {v: got.count(v) for v in dict.fromkeys(got)}
+            row.append(", ".join(v if n == 1 and len(counts) == 1 else f"{n} {v}" for v, n in counts.items()))
+        rows.append(row)
+    return names, rows
+
+
+def _harmonic(effs: list[float]) -> float:
+    return 0.0 if not effs or any(e <= 0 for e in effs) else len(effs) / sum(1.0 / e for e in effs)
+
+
+def portability(df: pd.DataFrame, seed: int = 0) -> list[dict[str, Any]]:
+    """Per workload: Pennycook's PP over the report's (non-emulated) machines, application
+    efficiency with a bootstrap interval, architectural efficiency where the workload declares a
+    fraction of peak, and each machine's efficiencies."""
+    ok = usable(df[~df.emulated.astype(bool)])
+    names = list(dict.fromkeys(ok.machine))
+    out = []
+    rng = np.random.default_rng(seed)
+    for workload, group in ok.groupby("workload", sort=True):
+        ran = set(group.machine)
+        cases = [g for _, g in group.groupby(CASE_KEY[1:], dropna=False) if set(g.machine) == set(names)]
+        missing = [m for m in names if m not in ran]
+        entry: dict[str, Any] = {"workload": workload, "machines": len(names), "cases": len(cases),
+                                 "missing": missing}
+        if len(names) < 2:
+            continue
+        if missing or not cases:
+            entry.update(pp_app=0.0, pp_app_low=None, pp_app_high=None, pp_arch=0.0 if missing else None,
+                         efficiency={})
+            out.append(entry)
+            continue
+        samples = [{r.machine: _samples(r.samples) for r in g.itertuples()} for g in cases]
+
+        def app_eff(draws: list[dict[str, float]]) -> dict[str, float]:
+            per_machine: dict[str, list[float]] = {m: [] for m in names}
+            for medians in draws:
+                best = min(medians.values())
+                for m in names:
+                    per_machine[m].append(best / medians[m])
+            return {m: float(np.exp(np.mean(np.log(v)))) for m, v in per_machine.items()}
+
+        point = app_eff([{m: float(np.median(s)) for m, s in case.items()} for case in samples])
+        boots = []
+        for _ in range(BOOTSTRAP):
+            draws = [{m: float(np.median(rng.choice(s, len(s)))) for m, s in case.items()} for case in samples]
+            boots.append(_harmonic(list(app_eff(draws).values())))
+        arch = {}
+        for m in names:
+            fr = [r.fraction_of_peak for g in cases for r in g.itertuples() if r.machine == m
+                  and r.fraction_of_peak is not None and not pd.isna(r.fraction_of_peak)]
+            if fr and len(fr) == len(cases):
+                arch[m] = float(np.exp(np.mean(np.log(np.clip(fr, 1e-12, None)))))
+        entry.update(pp_app=_harmonic(list(point.values())), pp_app_low=float(np.percentile(boots, 2.5)),
+                     pp_app_high=float(np.percentile(boots, 97.5)),
+                     pp_arch=_harmonic(list(arch.values())) if len(arch) == len(names) else None,
+                     efficiency=point, arch_efficiency=arch)
+        out.append(entry)
+    return out
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
+def case_label(row: pd.Series) -> str:
+    params = "" if row["params"] in ("{}", "", None) else f" {row['params']}"
+    return f"{row['workload']}[{row['size']}]{params} {row['backend']} {row['ranks']} rank(s) x {row['cpus']} thread(s)"
+
+
+def side_by_side_rows(wide: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The wide table as text: per machine 'median s [interval]' and 'x speed-up [interval]'."""
+    names = wide.attrs.get("machines", [])
+    columns = ["case"] + [f"{m}" for m in names]
+    rows = []
+    for _, r in wide.iterrows():
+        cells = [case_label(r)]
+        for i, m in enumerate(names):
+            med = r.get(f"{m} | median_s")
+            if med is None or (isinstance(med, float) and math.isnan(med)):
+                cells.append("")
+                continue
+            lo, hi = _fmt(r.get(f"{m} | ci_low_s")), _fmt(r.get(f"{m} | ci_high_s"))
+            text = f"{_fmt(med)} s" + (f" [{lo}, {hi}]" if lo != hi else "")
+            sp = r.get(f"{m} | speedup_vs_ref")
+            if i and sp is not None and not (isinstance(sp, float) and math.isnan(sp)):
+                lo, hi = _fmt(r.get(f"{m} | speedup_low")), _fmt(r.get(f"{m} | speedup_high"))
+                text += f"; x{_fmt(sp)} " + (f"[{lo}, {hi}]" if lo and hi else "(no interval: 1 repeat a side)")
+            fop = r.get(f"{m} | fraction_of_peak")
+            if fop is not None and not (isinstance(fop, float) and math.isnan(fop)):
+                text += f"; {100 * fop:.0f}% of peak"
+            cells.append(text)
+        rows.append(cells)
+    return columns, rows
+
+
+def portability_rows(entries: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    columns = ["workload", "PP (application efficiency) [95% bootstrap]", "PP (architectural efficiency)",
+               "cases on every machine", "efficiency per machine"]
+    rows = []
+    for e in entries:
+        pp = (f"0 (not run on: {', '.join(e['missing'])})" if e["missing"] else
+              f"{_fmt(e['pp_app'])} [{_fmt(e['pp_app_low'])}, {_fmt(e['pp_app_high'])}]" if e["cases"] else
+              "0 (no case ran on every machine)")
+        rows.append([e["workload"], pp, _fmt(e.get("pp_arch")) or "n/a (no fraction of peak)", str(e["cases"]),
+                     "; ".join(f"{m}: {_fmt(v)}" for m, v in (e.get("efficiency") or {}).items())])
+    return columns, rows

@@ -1,0 +1,77 @@
+"""What a machine we do not have would do: a roofline model, never mixed with measurements.
+
+A workload that reports the work of one measured repeat as metrics, ``work_flops_fp64``,
+``work_flops_fp32`` (floating-point operations at that precision) and ``work_bytes`` (bytes moved
+to and from memory), gets a predicted time per repeat on every hardware profile: each kind of
+work at its roof, one after another (no overlap),
+
+    t = sum_p work_flops_p / peak_p + work_bytes / memory bandwidth,
+
+with the profile's whole-node (or whole-GPU) peaks. Where a record ran on a machine that matched
+that profile, the table also gives measured / predicted (1: at the roof; 10: a tenth of it).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+PRECISIONS = ("fp64", "fp32")
+
+
+def predicted_seconds(work: dict[str, float], profile: dict[str, Any]) -> float | None:
+    """The roofline time of ``work`` on ``profile``, or None when the profile lacks a needed peak."""
+    total = 0.0
+    for p in PRECISIONS:
+        flops = work.get(f"work_flops_{p}") or 0.0
+        if flops:
+            peak = (profile.get("peak") or {}).get(f"{p}_gflops")
+            if not peak:
+                return None
+            total += flops / (peak * 1e9)
+    moved = work.get("work_bytes") or 0.0
+    if moved:
+        bandwidth = (profile.get("memory") or {}).get("bandwidth_gbs")
+        if not bandwidth:
+            return None
+        total += moved / (bandwidth * 1e9)
+    return total if total > 0 else None
+
+
+def _work(metrics: Any) -> dict[str, float]:
+    if not isinstance(metrics, dict):
+        return {}
+    out = {}
+    for key in (*(f"work_flops_{p}" for p in PRECISIONS), "work_bytes"):
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            out[key] = float(value)
+    return out
+
+
+def model_rows(df: pd.DataFrame, profiles: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """(columns, rows): one row per ok case that reports its work (the latest per case and
+    machine), one column per profile with the predicted seconds per repeat; a cell of the profile
+    the record's machine matched adds measured / predicted."""
+    if df.empty or "metrics" not in df or df.metrics.isna().all():
+        return [], []
+    ok = df[(df.status == "ok") & (df.control.fillna("") == "")]
+    ok = ok.sort_values("created").drop_duplicates(["workload", "size", "params", "ranks", "threads", "backend",
+                                                    "machine"], keep="last")
+    names = sorted(profiles)
+    rows = []
+    for r in ok.itertuples():
+        work = _work(r.metrics)
+        if not work:
+            continue
+        params = "" if r.params in ("{}", "", None) else f" {r.params}"
+        cells = [f"{r.workload}[{r.size}]{params} on {r.machine}", f"{r.median_s:.3g} s" if r.median_s else ""]
+        for name in names:
+            t = predicted_seconds(work, profiles[name])
+            text = "" if t is None else f"{t:.3g} s"
+            if t and r.median_s and not r.emulated and str(r.machine).split(" (")[0] == name:
+                text += f" (measured / predicted {r.median_s / t:.2g})"
+            cells.append(text)
+        rows.append(cells)
+    return (["case (where it was measured)", "measured there", *names], rows) if rows else ([], [])
