@@ -12,7 +12,8 @@ submodules is needed, and those may change)::
   claim judged on a record. Hooks receive the stored line as a dict (see docs/plugins.md).
 - ``UsageError`` (bad input: exit status 2, one line) and ``did_you_mean`` (an error suggesting the
   closest known names), for ``check_params``.
-- ``pyplot``, ``save_figure``, ``draw_rooflines``: matplotlib on the Agg backend, figures closed.
+- ``pyplot``, ``save_figure``, ``draw_rooflines``, ``plain_log_ticks``: matplotlib on the Agg backend,
+  figures closed, log axes labelled in plain numbers.
 - ``hardware_profiles``: the registered hardware profiles' data by name.
 - ``split_list``, ``parse_int_list``: the list syntax of the command line (``1:2:4``).
 - ``hookimpl``: the marker of the hooks in ``harness.hookspecs`` (see that module's docs).
@@ -36,7 +37,8 @@ _EXPORTS = {
     "RunContext": "harness.protocol.context", "Backend": "harness.backend", "Verification": "harness.backend",
     "Record": "harness.results.record", "UsageError": "harness.errors", "did_you_mean": "harness.errors",
     "hardware_profiles": "harness.hardware.profiles", "pyplot": "harness.plotting",
-    "save_figure": "harness.plotting", "draw_rooflines": "harness.plotting", "split_list": "harness.params",
+    "save_figure": "harness.plotting", "draw_rooflines": "harness.plotting", "plain_log_ticks": "harness.plotting",
+    "split_list": "harness.params",
     "parse_int_list": "harness.params", "run_once": "harness.testing",
 }
 
@@ -63,7 +65,7 @@ if TYPE_CHECKING:   # for type checkers and IDEs: the same names, eagerly
     from harness.hardware.profiles import hardware_profiles  # noqa: F401
     from harness.hookspecs import hookimpl  # noqa: F401
     from harness.params import Param, parse_int_list, split_list  # noqa: F401
-    from harness.plotting import draw_rooflines, pyplot, save_figure  # noqa: F401
+    from harness.plotting import draw_rooflines, plain_log_ticks, pyplot, save_figure  # noqa: F401
     from harness.protocol.context import RunContext  # noqa: F401
     from harness.results.record import Record  # noqa: F401
     from harness.testing import run_once  # noqa: F401

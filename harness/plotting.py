@@ -16,6 +16,17 @@ def pyplot() -> Any:
     return plt
 
 
+def plain_log_ticks(ax: Any) -> None:
+    """Tick labels as plain numbers ("0.1", "100") on log axes: the default ones are mathtext,
+    which ``pyplot()`` turns off for record text, and would print as "$\\mathdefault{10^{2}}$"."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        if scale == "log":
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(NullFormatter())
+
+
 def save_figure(fig: Any, path: pathlib.Path | str, dpi: int = 100) -> pathlib.Path:
     """Lay out, write and close ``fig``; returns the path written."""
     path = pathlib.Path(path)
@@ -34,6 +45,7 @@ def draw_rooflines(ax: Any, ceilings: list[tuple[str, float, float]], title: str
     lines = [ax.plot(ai, np.minimum(peak, ai * bw), label=label)[0] for label, peak, bw in ceilings]
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_ticks(ax)
     ax.set_xlabel("arithmetic intensity (flop/byte)")
     ax.set_ylabel("fp64 GFLOP/s")
     ax.set_title(title)

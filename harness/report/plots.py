@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from harness.claims import as_number
+from harness.plotting import plain_log_ticks
 from harness.plotting import pyplot as _plt
 
 
@@ -113,7 +114,20 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    draw_rooflines(ax, lines, "measured rooflines")
+    drawn = draw_rooflines(ax, lines, "measured rooflines, with the cases that report their work")
+    colour = {}
+    for (label, _, _), line in zip(lines, drawn):
+        colour.setdefault(label.split(", ", 1)[1], line.get_color())
+    for r in df.itertuples():   # each case at its intensity and achieved rate, on its machine's colour
+        work = r.metrics if r.status == "ok" and isinstance(r.metrics, dict) else {}
+        flops = sum(v for k, v in work.items() if k.startswith("work_flops_") and isinstance(v, (int, float)))
+        moved = work.get("work_bytes")
+        if flops and isinstance(moved, (int, float)) and moved > 0 and r.median_s:
+            c = colour.get(r.machine[:24])
+            if c is not None:
+                ax.plot(flops / moved, flops / r.median_s / 1e9, "o", color=c)
+                ax.annotate(r.workload, (flops / moved, flops / r.median_s / 1e9), fontsize=6,
+                            xytext=(3, 3), textcoords="offset points")
     return _png(fig)
 
 
@@ -155,6 +169,7 @@ def machine_figures(df: pd.DataFrame) -> list[tuple[str, bytes]]:
     ax.set_yticks([i + width * (len(cols) - 1) / 2 for i in range(len(shown))])
     ax.set_yticklabels([case_label(r)[:50] for _, r in shown.iterrows()], fontsize=7)
     ax.set_xscale("log")
+    plain_log_ticks(ax)
     ax.set_xlabel(f"speed-up over {names[0][:50]} (log; whiskers: 95% bootstrap interval)")
     ax.invert_yaxis()
     ax.legend(fontsize=7, loc="best")

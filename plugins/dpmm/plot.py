@@ -14,7 +14,7 @@ def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.P
             and r["params"].get("application", "clustering") == "clustering"]
     if not mine:
         return None
-    from harness import pyplot, save_figure
+    from harness import plain_log_ticks, pyplot, save_figure
 
     plt = pyplot()
 
@@ -32,6 +32,7 @@ def plot_dpmm(records: list[dict[str, Any]], out_dir: pathlib.Path) -> pathlib.P
             xs = sorted(pts)
             ax.plot(xs, [pts[x] for x in xs], "o-", label=f"{lik}, {fixed.upper()}={other:g}, {ranks} ranks")
         ax.set_xscale("log")
+        plain_log_ticks(ax)
         ticks = sorted({x for line in ax.get_lines() for x in line.get_xdata()})
         if ticks:
             ax.minorticks_off()

@@ -14,7 +14,7 @@ def plot_msf_sweep(records: list[dict[str, Any]], out_dir: pathlib.Path) -> path
             and r["params"]["algorithm"] == "parallel" and r["status"] == "ok"]
     if len({r["params"]["msf"] for r in mine}) < 2:
         return None
-    from harness import pyplot, save_figure
+    from harness import plain_log_ticks, pyplot, save_figure
 
     plt = pyplot()
 
@@ -35,6 +35,7 @@ def plot_msf_sweep(records: list[dict[str, Any]], out_dir: pathlib.Path) -> path
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
     axes[0].set_yscale("log")
+    plain_log_ticks(axes[0])
     axes[0].legend(fontsize=8)
     fig.suptitle("psgd_svm: last measured repeat per case (metrics of the record)")
     return save_figure(fig, pathlib.Path(out_dir) / FIGURE_NAME, dpi=110)
