@@ -80,6 +80,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"no readable records in {', '.join(args.results)}")
     df = rejudged(df, args.confidence)
     df.attrs["reference"] = args.reference
+    df.attrs["inputs"] = list(args.results)   # machines appear in the order their files were given
     out = pathlib.Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")

@@ -20,6 +20,7 @@ over the per-repeat samples. Only cases whose backend verification did not fail 
 from __future__ import annotations
 
 import math
+import pathlib
 from typing import Any
 
 import numpy as np
@@ -42,8 +43,18 @@ def usable(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def machines_of(df: pd.DataFrame, reference: str | None = None) -> list[str]:
-    """The machines in first-seen order, the reference first (``reference`` matches a substring)."""
-    names = list(dict.fromkeys(df.machine))
+    """The machines, real ones before emulated ones, each group in the order of the files given;
+    the reference first (``reference`` matches a substring; default: the first real machine,
+    since an emulated machine's timings are not the machine's)."""
+    inputs = [str(pathlib.Path(i)) for i in df.attrs.get("inputs") or []]
+
+    def rank(file: str) -> int:   # the position of the input (file or folder) the record came from
+        return next((i for i, given in enumerate(inputs) if str(file).startswith(given)), len(inputs))
+
+    order = df.assign(_file=df.file.map(rank)) if "file" in df else df.assign(_file=0)
+    firsts = order.sort_values(["_file"], kind="stable").drop_duplicates("machine")
+    names = [m for m, e in zip(firsts.machine, firsts.emulated.astype(bool)) if not e] + \
+            [m for m, e in zip(firsts.machine, firsts.emulated.astype(bool)) if e]
     if reference:
         chosen = [m for m in names if reference.lower() in m.lower()]
         if not chosen:
@@ -97,7 +108,7 @@ def verdict_matrix(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     from harness.report.tables import verdicts
 
     data = df[(df.control.fillna("") == "") & df.claims.notna()]
-    names = list(dict.fromkeys(data.machine))
+    names = machines_of(data) if not data.empty else []
     cells: dict[str, dict[str, list[str]]] = {}
     for r in data.itertuples():
         for c in verdicts(r.claims):

@@ -170,7 +170,10 @@ def machine_figures(df: pd.DataFrame) -> list[tuple[str, bytes]]:
     ax.set_yticklabels([case_label(r)[:50] for _, r in shown.iterrows()], fontsize=7)
     ax.set_xscale("log")
     plain_log_ticks(ax)
-    ax.set_xlabel(f"speed-up over {names[0][:50]} (log; whiskers: 95% bootstrap interval)")
+    from matplotlib.ticker import FuncFormatter
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "1235" else ""))
+    ax.tick_params(axis="x", which="minor", labelsize=7)
+    ax.set_xlabel(f"speed-up over {names[0][:50]}\n(log scale; whiskers: 95% bootstrap interval; none: 1 repeat)")
     ax.invert_yaxis()
     ax.legend(fontsize=7, loc="best")
     return [("speed-up per matched case and machine", _png(fig))]
