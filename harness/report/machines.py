@@ -89,6 +89,7 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
             out[f"{m} | ci_high_s"] = r.ci95_high_s
             out[f"{m} | throughput"] = r.throughput
             out[f"{m} | fraction_of_peak"] = r.fraction_of_peak
+            out[f"{m} | commit"] = getattr(r, "commit", "") or ""
             if ref is not None and not r.emulated and not ref.emulated:
                 a, b = _samples(ref.samples), _samples(r.samples)
                 if len(a) and len(b):
@@ -212,8 +213,13 @@ def side_by_side_rows(wide: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             if fop is not None and not (isinstance(fop, float) and math.isnan(fop)):
                 text += f"; {100 * fop:.0f}% of peak"
             cells.append(text)
+        commits = {m: r.get(f"{m} | commit") for m in names if isinstance(r.get(f"{m} | commit"), str)
+                   and r.get(f"{m} | commit")}
+        cells.append("" if len(set(commits.values())) < 2 else
+                     "harness commits differ (the work may differ): "
+                     + ", ".join(f"{m[:24]} {c}" for m, c in commits.items()))
         rows.append(cells)
-    return columns, rows
+    return columns + ["note"], rows
 
 
 def portability_rows(entries: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:

@@ -25,7 +25,7 @@ COLUMNS = ["file", "workload", "case_id", "size", "params", "machine", "emulated
            "unstable", "throughput", "throughput_unit", "fraction_of_peak", "comm_fraction", "comm_imbalance",
            "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
            "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_total", "control",
-           "created", "run_id", "samples", "metrics", "ceilings", "claims", "phases"]
+           "created", "run_id", "commit", "samples", "metrics", "ceilings", "claims", "phases"]
 
 
 def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> dict[str, Any]:
@@ -79,6 +79,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "control": record.control.role if record.control else "",
         "created": record.created,
         "run_id": record.run_id,
+        "commit": _commit(record),
         "samples": record.samples if "samples" in keep else None,
         "metrics": _metrics(record, keep),
         "ceilings": (record.workload.ceilings or None) if "ceilings" in keep else None,
@@ -88,6 +89,13 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         # JSON text {phase: slowest rank's seconds per repeat}, for the same reason as claims
         "phases": json.dumps({k: v.max_s for k, v in record.phases.items()}) if "phases" in keep else None,
     }
+
+
+def _commit(record: Record) -> str:
+    """The harness commit a record was made at (12 hex digits, "+" when the tree had changes), or ""."""
+    git = (record.software or {}).get("git") or {}
+    commit = git.get("commit") if isinstance(git, dict) else None
+    return f"{commit[:12]}{'+' if git.get('dirty') else ''}" if isinstance(commit, str) and commit else ""
 
 
 def _metrics(record: Record, keep: frozenset[str]) -> dict[str, Any] | None:
@@ -120,7 +128,7 @@ def _claim_json(claim: Any, evidence: bool) -> dict[str, Any]:
 # rows a reading process sends back share one string per chunk (pickle keeps one copy of an
 # object it meets twice), not one per row.
 REPEATING = ("file", "workload", "size", "params", "machine", "backend", "library", "status",
-             "throughput_unit", "energy_method", "allreduce_profiler", "control", "run_id")
+             "throughput_unit", "energy_method", "allreduce_profiler", "control", "run_id", "commit")
 
 
 def row_values(record: Record, source: str, keep: frozenset[str] = EVERYTHING) -> tuple[Any, ...]:
