@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 import pandas as pd
 
 from harness.report import plots
+from harness.report.machines import report_table
 from harness.report.tables import (CASE_COLUMNS, CLAIM_COLUMNS, claim_tally, energy_note, iter_case_rows,
                                    iter_claim_rows, machine_sections, nonempty, table_notes)
 
@@ -60,10 +61,11 @@ def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
         yield "<p>No claims were evaluated.</p>"
     else:
         yield from _table_parts(CLAIM_COLUMNS, claims, verdict_col=4)
-    for title, columns, rows, note in machine_sections(df):
+    wide = report_table(df)   # one bootstrap per case and machine, for the table and the figure
+    for title, columns, rows, note in machine_sections(df, wide):
         yield f"\n<h2>{html.escape(title)}</h2>\n<p class='note'>{html.escape(note)}</p>"
         yield from _table_parts(columns, rows, verdict_col=None)
-    for title, png in plots.machine_figures(df):
+    for title, png in plots.machine_figures(wide):
         yield "\n" + _img(title, png)
     for workload, table_rows in iter_case_rows(df):
         yield f"\n<h2>{html.escape(workload)}</h2>\n"

@@ -103,6 +103,15 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
     return frame
 
 
+def report_table(df: pd.DataFrame) -> pd.DataFrame | None:
+    """The reports' wide table (the reference from ``df.attrs["reference"]``, `--reference`), or
+    None when the records come from fewer than two machines: made once per report, shared by the
+    side-by-side table and the speed-up figure."""
+    if df.empty or df.machine.nunique() < 2:
+        return None
+    return by_machine(df, df.attrs.get("reference"))
+
+
 def verdict_matrix(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """(machines, rows): one row per claim (workload: claim text), one cell per machine with its
     verdicts there ("pass", "fail", "2 pass, 1 inconclusive", "" where not evaluated)."""
@@ -138,6 +147,8 @@ def portability(df: pd.DataFrame, seed: int = 0) -> list[dict[str, Any]]:
     fraction of peak, and each machine's efficiencies."""
     ok = usable(df[~df.emulated.astype(bool)])
     names = list(dict.fromkeys(ok.machine))
+    if len(names) < 2:
+        return []
     out = []
     rng = np.random.default_rng(seed)
     for workload, group in ok.groupby("workload", sort=True):
@@ -146,8 +157,6 @@ def portability(df: pd.DataFrame, seed: int = 0) -> list[dict[str, Any]]:
         missing = [m for m in names if m not in ran]
         entry: dict[str, Any] = {"workload": workload, "machines": len(names), "cases": len(cases),
                                  "missing": missing}
-        if len(names) < 2:
-            continue
         if missing or not cases:
             entry.update(pp_app=0.0, pp_app_low=None, pp_app_high=None, pp_arch=0.0 if missing else None,
                          efficiency={})

@@ -140,14 +140,14 @@ def workload_figures(group: pd.DataFrame, workload: str) -> list[tuple[str, byte
     return figures
 
 
-def machine_figures(df: pd.DataFrame) -> list[tuple[str, bytes]]:
+def machine_figures(wide: pd.DataFrame | None) -> list[tuple[str, bytes]]:
     """Grouped bars, one group per matched case and one bar per machine: the speed-up over the
-    reference machine with its bootstrap interval as whiskers (records of several machines only)."""
-    from harness.report.machines import by_machine, case_label
+    reference machine with its bootstrap interval as whiskers. ``wide``: the report's
+    :func:`~harness.report.machines.report_table` (None: one machine, no figure)."""
+    from harness.report.machines import case_label
 
-    if df.empty or df.machine.nunique() < 2:
+    if wide is None:
         return []
-    wide = by_machine(df)
     names = wide.attrs.get("machines", [])
     cols = [m for m in names[1:] if f"{m} | speedup_vs_ref" in wide]
     if wide.empty or not cols:

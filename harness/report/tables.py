@@ -254,10 +254,11 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
     yield "\n"
 
 
-def machine_sections(df: pd.DataFrame, reference: str | None = None) -> Iterator[tuple[str, list[str], list[list[str]], str]]:
+def machine_sections(df: pd.DataFrame, wide: pd.DataFrame | None = None) -> Iterator[tuple[str, list[str], list[list[str]], str]]:
     """(title, columns, rows, note) of the sections about machines: when the records come from
-    more than one machine, the verdict matrix and the matched cases per machine; the roofline
-    model of other machines; performance portability across the machines."""
+    more than one machine, the verdict matrix and the matched cases per machine (``wide``: the
+    report's :func:`~harness.report.machines.report_table`, made here when not given); the
+    roofline model of other machines; performance portability across the machines."""
     from harness.report import machines
 
     several = not df.empty and df.machine.nunique() >= 2
@@ -266,7 +267,7 @@ def machine_sections(df: pd.DataFrame, reference: str | None = None) -> Iterator
         if rows:
             yield ("Claims per machine", ["claim", *names], rows,
                    "One row per claim, one column per machine: the verdicts of that machine's cases.")
-        wide = machines.by_machine(df, reference or df.attrs.get("reference"))
+        wide = wide if wide is not None else machines.report_table(df)
         if not wide.empty and len(wide.attrs["machines"]) > 1:
             columns, table = machines.side_by_side_rows(wide)
             yield ("Machines side by side", columns, table,

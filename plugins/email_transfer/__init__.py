@@ -138,7 +138,7 @@ class EmailTransfer(Workload):
         scores = {f: {s: [[] for _ in st["sweep"]] for s in STRATEGIES} for f in st["encoders"]}
         tuned_s, tuned = 0.0, 0
         for i, n in enumerate(st["sweep"]):
-            steps = p["updates"] if p["budget"] == "steps" else -(-p["epochs"] * n // min(p["batch"], n))
+            steps = training_steps(p, n)
             for s in range(p["seeds"]):
                 idx = np.random.default_rng([p["seed"], n, s]).choice(len(st["pool"]), size=n, replace=False)
                 y = st["y_pool"][idx]
@@ -177,13 +177,18 @@ class EmailTransfer(Workload):
                     out[f"f1_minilm_{strategy}_n{n}_by_seed"] = [float(v) for v in scores["minilm"][strategy][i]]
         email_share, sentence_share = st["verbatim"]
         out.update(label_counts=st["sweep"], encoder=p["encoder"], synthetic=True, rival=f"minilm {p['rival']}",
-                   steps_by_n=[p["updates"] if p["budget"] == "steps" else -(-p["epochs"] * n // min(p["batch"], n))
-                               for n in st["sweep"]],
+                   steps_by_n=[training_steps(p, n) for n in st["sweep"]],
                    test_verbatim_email_share=email_share, test_verbatim_sentence_share=sentence_share,
                    fine_tune_emails_per_s=tuned / tuned_s if tuned_s > 0 else None)
         if "glove" in st["encoders"]:
             out["glove_vocabulary"] = len(st["encoders"]["glove"].vocab)
         return out
+
+
+def training_steps(p: dict[str, Any], n: int) -> int:
+    """Updates of one training on n labelled emails: ``epochs`` passes of ``batch`` (budget=epochs,
+    the BERT recipe) or ``updates`` whatever n (budget=steps)."""
+    return p["updates"] if p["budget"] == "steps" else -(-p["epochs"] * n // min(p["batch"], n))
 
 
 def crossover(diff: list[float], margin: float) -> int | None:
