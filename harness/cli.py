@@ -6,10 +6,10 @@ import signal
 import sys
 
 from harness import __version__
-from harness.commands import capture, compare, controls, info, list_, report, run, show, submit
+from harness.commands import capture, compare, controls, export_asv, history, info, list_, report, run, show, submit
 from harness.errors import Interrupted, UsageError, check_interrupted, raise_interrupted
 
-VERBS = (run, submit, controls, capture, list_, info, show, report, compare)
+VERBS = (run, submit, controls, capture, list_, info, show, report, compare, history, export_asv)
 
 
 class _Parser(argparse.ArgumentParser):

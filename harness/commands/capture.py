@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import os
 import pathlib
 import sys
 from collections import Counter
@@ -21,6 +20,7 @@ from typing import Any
 from harness import __version__
 from harness.commands.common import console, registry
 from harness.commands.info import info_document
+from harness.atomic import write_atomic
 from harness.errors import Interrupted, UsageError
 from harness.provenance import git_info
 from harness.results.store import RESULTS_NAME, read_records
@@ -91,9 +91,7 @@ def _check_target(out: pathlib.Path, line: str) -> dict[str, Any] | None:
 
 def _write_json(path: pathlib.Path, doc: dict[str, Any]) -> None:
     """Whole or not at all: a capture interrupted while writing keeps its previous manifest."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(doc, indent=2, default=str) + "\n")
 
 
 def _run_argv(what: list[str], results: pathlib.Path, args: argparse.Namespace, resume: bool) -> list[str]:

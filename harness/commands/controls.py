@@ -4,12 +4,14 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import pathlib
+import time
 import uuid
 
 from rich.markup import escape
 
 from rich.console import Console
 
+from harness import junit
 from harness.claims import ControlOutcome
 from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table, warn,
                                      warn_problems)
@@ -46,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="results/controls",
                    help="folder for the control records (default: ./results/controls, apart from real results)")
     p.add_argument("--strict", action="store_true", help="a claim without a control is a failure too")
+    p.add_argument("--junit", metavar="FILE",
+                   help="also write JUnit XML for CI: one test case per claim, a failure when its control did "
+                        "not make it fail (a harness defect), skipped when it declares no control")
     add_confidence_option(p)
     p.add_argument("--max-repeats", type=int, default=CONTROL_MAX_REPEATS, metavar="N",
                    help="a control case whose claims are still inconclusive gets more repeats, in rounds that "
@@ -79,6 +84,8 @@ CONTROL_MAX_REPEATS = 12
 def main(args: argparse.Namespace) -> int:
     check_protocol_options(args)
     budget = decision_budget(args)
+    args.junit_file = junit.check_target(args.junit)
+    args.started = time.monotonic()
     reg = registry()
     warn_problems(reg.problems)
     names = sorted(reg.workloads) if not args.workload else [n.strip() for n in args.workload.split(",") if n.strip()]
@@ -98,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
                   f"-> {out / RESULTS_NAME}")
     loop = ControlLoop(session, out / RESULTS_NAME, console, budget, plans, todo)
     loop.run([case for case, _ in todo])
-    return _conclude(args, plans, loop.outcomes, undeclared)
+    return _conclude(args, plans, loop.outcomes, undeclared, run_id)
 
 
 class ControlLoop(RunLoop):
@@ -141,7 +148,7 @@ class ControlLoop(RunLoop):
         return self.roles[case.case_id].role == "control" and record.ok and bool(record.claims)
 
 
-def _conclude(args: argparse.Namespace, plans, outcomes: dict[int, ControlOutcome], undeclared) -> int:
+def _conclude(args: argparse.Namespace, plans, outcomes: dict[int, ControlOutcome], undeclared, run_id: str) -> int:
     """The table of claims under their controls, and the exit status."""
     results = [outcomes[j] for j in range(len(plans)) if j in outcomes] + undeclared
     outcomes_table = table("claims under their controls", "workload", "claim", "control", "verdict",
@@ -158,4 +165,8 @@ def _conclude(args: argparse.Namespace, plans, outcomes: dict[int, ControlOutcom
                   + f" ({level_text(args.confidence)} intervals)")
     for o in bad:
         err_console.print(f"not shown to fail: {o.workload}: {o.claim}", markup=False)
+    if args.junit_file is not None:
+        junit.write(args.junit_file, [junit.controls_suite(f"harness controls {run_id}", results, args.strict,
+                                                                    time.monotonic() - args.started)])
+        console.print(f"JUnit XML in {args.junit_file}", markup=False)
     return 1 if bad or (args.strict and undeclared) else 0

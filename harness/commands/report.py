@@ -2,14 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import sys
-import tempfile
-from collections.abc import Callable
-from typing import Any
 
 from harness.commands.common import add_confidence_option, warn_unreadable
+from harness.atomic import write_atomic
 from harness.errors import UsageError
 from harness.report.html import html_parts
 from harness.report.stamp import stamp_text
@@ -42,22 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                           extra=" (default: the level each record was judged at); claims are judged again "
                                 "from the replicates their verdicts keep")
     p.set_defaults(func=main)
-
-
-def _write_atomic(path: pathlib.Path, data: bytes | Callable[[Any], None]) -> None:
-    """Write next to the target, then rename: a failed report never leaves a half file. ``data``
-    is the bytes, or a function that writes them to the open (binary) file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if callable(data):
-                data(f)
-            else:
-                f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 # What each format reads of a record beside its flat columns (the rest is never held in memory).
@@ -93,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
                 sys.stdout.write(piece)
             return 0
         out = out or pathlib.Path("report.html")
-        _write_atomic(out, lambda f: f.writelines(piece.encode() for piece in parts))
+        write_atomic(out, lambda f: f.writelines(piece.encode() for piece in parts))
         print(f"wrote {out} ({out.stat().st_size} bytes, {len(df)} records)")
         return 0
     if args.by_machine:
@@ -104,9 +85,9 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("--by-machine: no ok measurement records to compare")
         out = out or pathlib.Path(f"machines.{fmt}")
         if fmt == "csv":
-            _write_atomic(out, lambda f: defuse_formulas(wide).to_csv(f, index=False, encoding="utf-8"))
+            write_atomic(out, lambda f: defuse_formulas(wide).to_csv(f, index=False, encoding="utf-8"))
         else:
-            _write_atomic(out, lambda f: parquet_safe(wide).to_parquet(f, index=False))
+            write_atomic(out, lambda f: parquet_safe(wide).to_parquet(f, index=False))
         print(f"wrote {out} ({len(wide)} matched cases x {len(wide.attrs['machines'])} machines)")
         return 0
     if fmt == "csv":   # written as it is made: 100,000 rows of CSV never sit in memory twice
@@ -115,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
         if out is None:
             frame.to_csv(sys.stdout, index=False)
             return 0
-        _write_atomic(out, lambda f: frame.to_csv(f, index=False, encoding="utf-8"))
+        write_atomic(out, lambda f: frame.to_csv(f, index=False, encoding="utf-8"))
         print(f"wrote {out} ({out.stat().st_size} bytes, {len(frame)} records)")
         return 0
     try:   # parquet
@@ -124,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--format parquet needs pyarrow: pip install pyarrow") from None
     out = out or pathlib.Path("report.parquet")
     frame = parquet_safe(df.drop(columns=NESTED_COLUMNS).join(pd_json_columns(df)))
-    _write_atomic(out, lambda f: frame.to_parquet(f, index=False))
+    write_atomic(out, lambda f: frame.to_parquet(f, index=False))
     print(f"wrote {out} ({out.stat().st_size} bytes, {len(df)} records)")
     return 0
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from harness import junit
 from harness.baselines import RunIndex
 from harness.claims import summarize_claims
 from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, warn,
@@ -41,6 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nodes", type=int, help="nodes per case for --launcher srun (default: Slurm's choice)")
     p.add_argument("--dry-run", action="store_true",
                    help="print each case and its exact launch command; run and write nothing")
+    p.add_argument("--junit", metavar="FILE",
+                   help="also write the run as JUnit XML for CI: one test case per claim and case (fail: "
+                        "failure; inconclusive or not applicable: skipped, with why) and per case that failed, "
+                        "timed out or was skipped")
     p.set_defaults(func=main)
 
 
@@ -163,6 +168,7 @@ def main(args: argparse.Namespace) -> int:
     why = launcher.problem()
     if why:
         raise UsageError(why)
+    junit_file = junit.check_target(args.junit)
     reg = registry()
     warn_problems(reg.problems)
     cases = plan_cases(args, reg)
@@ -213,6 +219,11 @@ def main(args: argparse.Namespace) -> int:
         console.print(closing_table([(f.case, f.record) for f in finished]))
     if verdicts:
         console.print(f"claims: {summarize_claims(verdicts)}")
+    if junit_file is not None:
+        junit.write(junit_file, [junit.run_suite(f"harness run {run_id}", [(f.case, f.record) for f in finished],
+                                                 {"run_id": run_id, "machine": finished[0].record.machine
+                                                  if finished else "", "results": str(results_file)})])
+        console.print(f"JUnit XML in {junit_file}", markup=False)
     if todo and counts["skipped"] == len(todo):
         reasons = sorted({f.record.reason for f in finished if f.record.status == "skipped"})
         print(f"harness: error: nothing ran: all {len(todo)} case(s) were skipped "

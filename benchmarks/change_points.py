@@ -1,0 +1,90 @@
+"""Which change-point method ``harness history`` uses, decided on seeded series with known steps.
+
+    python benchmarks/change_points.py [--series 150] [--seed 1]
+
+Each series is a run history as the harness records it: 8, 12 or 20 runs of 5 timing samples,
+log-normal noise within a run (2 or 5 %) and between runs (0.5 or 2 %), and no step (one series in
+five) or one step of 1.1, 1.25, 1.5 or 2x at a random run. Methods (harness.history.steps):
+
+* ``pelt+interval`` (what ``harness history`` does): ruptures' PELT on the log run medians, each
+  candidate kept only when the two-level bootstrap interval of its ratio excludes 1 and the ratio
+  reaches 5 %;
+* ``asv+interval``: asv.step_detect's Potts fit, behind the same interval;
+* ``pelt`` and ``asv``: the segmentations alone (any change of the fitted level is a step).
+
+Per method and step size: the share of true steps found within one run of where they are
+(recall), and false steps per series (on series with no step, and extra ones beside a true one).
+Seeded: the same figures every time.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+from harness.history.series import Point
+from harness.history.steps import _weights, classify, segments, step_interval
+
+RATIOS = (1.1, 1.25, 1.5, 2.0)
+METHODS = ("pelt+interval", "asv+interval", "pelt", "asv")
+
+
+def seeded_series(rng: np.random.Generator, n_runs: int, ratio: float | None, within: float, between: float,
+                  samples: int = 5) -> tuple[list[Point], int | None]:
+    """A run history: (points, index of the first run after the step, or None)."""
+    at = int(rng.integers(2, n_runs - 1)) if ratio else None
+    points = []
+    for i in range(n_runs):
+        level = 0.01 * (ratio if at is not None and i >= at else 1.0) * math.exp(rng.normal(0, between))
+        points.append(Point(run_id=f"r{i}", created=f"{i:04d}", records=[],
+                            samples=list(level * np.exp(rng.normal(0, within, samples)))))
+    return points, at
+
+
+def confirmed(points: list[Point], segs: list[tuple[int, int]], use_interval: bool) -> list[int]:
+    """The first run after each step of a segmentation (behind the interval if asked)."""
+    found = []
+    for (l1, r1), (l2, r2) in zip(segs, segs[1:]):
+        if use_interval:
+            ratio, lo, hi = step_interval(points[l1:r1], points[l2:r2])
+            if classify(ratio, lo, hi, 0.05) == "unconfirmed":
+                continue
+        found.append(l2)
+    return found
+
+
+def evaluate(n_series: int, seed: int) -> dict[str, dict[float | None, tuple[float, float]]]:
+    """method -> step ratio (None: no step) -> (recall, false steps per series)."""
+    rng = np.random.default_rng(seed)
+    tallies: dict[str, dict[float | None, list[int]]] = {m: {} for m in METHODS}
+    for k in range(n_series):
+        ratio = None if k % 5 == 0 else RATIOS[k % len(RATIOS)]
+        points, at = seeded_series(rng, int(rng.choice([8, 12, 20])), ratio,
+                                   within=float(rng.choice([0.02, 0.05])), between=float(rng.choice([0.005, 0.02])))
+        medians = [p.median for p in points]
+        segs = {"pelt": segments(medians, None, "pelt"), "asv": segments(medians, _weights(points), "asv")}
+        for name in METHODS:
+            found = confirmed(points, segs[name.split("+")[0]], name.endswith("+interval"))
+            hit = at is not None and any(abs(f - at) <= 1 for f in found)
+            t = tallies[name].setdefault(ratio, [0, 0, 0])
+            t[0] += 1
+            t[1] += hit
+            t[2] += len(found) - hit
+    return {name: {r: (t[1] / t[0], t[2] / t[0]) for r, t in sorted(by.items(), key=lambda kv: kv[0] or 0)}
+            for name, by in tallies.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--series", type=int, default=150)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    print(f"{args.series} seeded series (seed {args.seed}): recall / false steps per series, by step size")
+    for name, by in evaluate(args.series, args.seed).items():
+        cells = "  ".join(f"{'no step' if r is None else f'{r}x'}: {rec:.2f} / {false:.2f}" for r, (rec, false) in by.items())
+        print(f"{name:15s} {cells}")
+
+
+if __name__ == "__main__":
+    main()

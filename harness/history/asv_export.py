@@ -1,0 +1,148 @@
+"""The records' series as asv result files, so that ``asv publish`` draws the history users really
+ran, without rerunning anything.
+
+Layout (asv 0.6, results api_version 2): one benchmark per workload, ``harness_records.<workload>``,
+of type time, with one parameter ``case`` whose values are the case labels (size, the params that
+were set, backend, ranks and threads); one asv machine per harness machine (``machine.json``); one
+result file per machine and commit, holding every case's timing samples (runs at the same commit
+are pooled, as ``asv run --append-samples`` does). asv places results by commit, so a record whose
+commit is missing, or not in the repository ``asv publish`` reads, cannot be placed and is counted
+as left out. ``benchmarks.json`` keeps asv's own benchmarks and gains these; ``asv run`` rewrites it
+from the benchmark folder, so export again after an ``asv run``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import pathlib
+import re
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.history.series import Series
+from harness.results.record import Record
+
+ENV_NAME = "hpml-harness-records"
+PREFIX = "harness_records"
+
+
+@dataclass
+class Export:
+    """What an export wrote and what it could not place."""
+
+    results_dir: pathlib.Path
+    files: list[pathlib.Path] = field(default_factory=list)
+    benchmarks: list[str] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)    # reason -> records
+
+
+def machine_slug(machine: str) -> str:
+    """An asv machine name (a folder name) from a harness machine label."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", machine).strip("-")[:100] or "machine"
+
+
+def benchmark_name(workload: str) -> str:
+    return f"{PREFIX}.{re.sub(r'[^A-Za-z0-9_]', '_', workload)}"
+
+
+def _version(name: str) -> str:
+    return hashlib.sha256(f"hpml-harness records: {name}".encode()).hexdigest()
+
+
+def _commit_dates(repo: pathlib.Path, commits: set[str]) -> dict[str, int]:
+    """commit -> its commit time in ms (asv's 'date'), for the commits the repository has."""
+    dates = {}
+    for c in sorted(commits):
+        out = subprocess.run(["git", "-C", str(repo), "show", "-s", "--format=%ct", c + "^{commit}"],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip().isdigit():
+            dates[c] = int(out.stdout.strip()) * 1000
+    return dates
+
+
+def _full_commit(record: Record) -> str | None:
+    git = (record.software or {}).get("git") or {}
+    commit = git.get("commit") if isinstance(git, dict) else None
+    return commit if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
+def _machine_info(record: Record, slug: str) -> dict[str, Any]:
+    hw = record.hardware or {}
+    cpu = hw.get("cpu") or {}
+    return {"machine": slug, "arch": str(hw.get("arch", "")), "cpu": str(cpu.get("model", "")),
+            "num_cpu": str(cpu.get("usable_cpus") or cpu.get("logical_cpus") or ""),
+            "os": str(hw.get("os", "")), "ram": str(hw.get("memory_bytes", "")), "version": 1}
+
+
+def export(series: list[Series], results_dir: pathlib.Path, repo: pathlib.Path) -> Export:
+    """Write the asv results of ``series`` under ``results_dir``; commits are looked up in ``repo``."""
+    from asv import util
+    from asv.results import Results
+    from asv.runner import BenchmarkResult
+
+    done = Export(results_dir=results_dir)
+    placed: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = {}   # slug -> commit -> workload -> case -> samples
+    infos: dict[str, dict[str, Any]] = {}
+    cases: dict[str, set[str]] = {}
+    commits = {c for s in series for p in s.points for r in p.records if (c := _full_commit(r))}
+    dates = _commit_dates(repo, commits)
+    for s in series:
+        slug = machine_slug(s.machine)
+        for p in s.points:
+            for r in p.records:
+                commit = _full_commit(r)
+                why = ("no commit recorded" if commit is None else
+                       f"commit not in {repo}" if commit not in dates else
+                       "did not run ok" if not r.ok or not r.samples else "")
+                if why:
+                    done.left_out[why] = done.left_out.get(why, 0) + 1
+                    continue
+                infos.setdefault(slug, _machine_info(r, slug))
+                cases.setdefault(s.workload, set()).add(s.label)
+                (placed.setdefault(slug, {}).setdefault(commit, {}).setdefault(s.workload, {})
+                 .setdefault(s.label, []).extend(float(x) for x in r.samples))
+    benchmarks = {w: {"name": benchmark_name(w), "params": [[repr(c) for c in sorted(labels)]],
+                      "param_names": ["case"], "type": "time", "unit": "seconds", "version": _version(w),
+                      "code": f"# records of the hpml-harness workload {w!r}, exported by `harness export-asv`",
+                      "timeout": 0, "number": 1, "repeat": 0, "min_run_count": 1, "rounds": 1,
+                      "sample_time": 0.01, "warmup_time": -1}
+                  for w, labels in cases.items()}
+    for slug, by_commit in placed.items():
+        (results_dir / slug).mkdir(parents=True, exist_ok=True)
+        util.write_json(str(results_dir / slug / "machine.json"), infos[slug], api_version=1)
+        for commit, by_workload in by_commit.items():
+            res = Results({**{k: v for k, v in infos[slug].items() if k != "version"}, "python": ENV_NAME},
+                          {}, commit, dates[commit], ENV_NAME, ENV_NAME, {})
+            for workload, by_case in by_workload.items():
+                bench = benchmarks[workload]
+                labels = sorted(cases[workload])
+                samples = [by_case.get(label) for label in labels]
+                res.add_result(bench, BenchmarkResult(
+                    result=[float("nan") if v is None else 0.0 for v in samples], samples=samples,
+                    number=[None if v is None else 1 for v in samples], errcode=0, stderr="", profile=None),
+                    started_at=_dt.datetime.now(_dt.timezone.utc), record_samples=True)
+            res.save(str(results_dir))
+            done.files.append(results_dir / slug / f"{commit[:8]}-{ENV_NAME}.json")
+    _merge_benchmarks(results_dir, list(benchmarks.values()))
+    done.benchmarks = sorted(b["name"] for b in benchmarks.values())
+    return done
+
+
+def _merge_benchmarks(results_dir: pathlib.Path, ours: list[dict[str, Any]]) -> None:
+    """benchmarks.json with asv's own entries kept and these added (or replaced)."""
+    from asv import util
+    path = results_dir / "benchmarks.json"
+    current: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            current = json.loads(path.read_text())
+        except (OSError, ValueError):
+            current = {}
+    if current.get("version") != 2:
+        current = {}
+    current.pop("version", None)
+    current.update({b["name"]: b for b in ours})
+    results_dir.mkdir(parents=True, exist_ok=True)
+    util.write_json(str(path), current, api_version=2)

@@ -1,0 +1,41 @@
+"""One figure per series: each run's median with its interval, the fitted levels, the steps."""
+from __future__ import annotations
+
+import pathlib
+import re
+
+from harness.history.series import Series
+from harness.history.steps import Step
+from harness.plotting import pyplot, save_figure
+
+
+def file_name(series: Series) -> str:
+    """A file name from the series' key: letters, digits, ``-_.=`` kept, the rest ``_``."""
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", series.key)[:150].strip("_") + ".png"
+
+
+def series_figure(series: Series, steps: list[Step], out_dir: pathlib.Path) -> pathlib.Path:
+    plt = pyplot()
+    runs = [p for p in series.points if p.ok]
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.35 * len(runs) + 3), 3.6))
+    x = list(range(1, len(runs) + 1))
+    med = [p.median for p in runs]
+    lo = [p.median - p.interval[0] for p in runs]    # type: ignore[index,operator]
+    hi = [p.interval[1] - p.median for p in runs]    # type: ignore[index,operator]
+    ax.errorbar(x, med, yerr=[lo, hi], fmt="o", capsize=3, label="median [interval] per run")
+    bounds = [0] + [runs.index(s.after[0]) for s in steps] + [len(runs)]
+    for a, b in zip(bounds, bounds[1:]):
+        level = sorted(med[a:b])[(b - a) // 2]
+        ax.hlines(level, a + 0.6, b + 0.4, colors="grey", linestyles="-", alpha=0.6)
+    for s in steps:
+        at = runs.index(s.after[0]) + 0.5
+        colour = {"slowdown": "red", "speed-up": "green"}.get(s.kind, "grey")
+        ax.axvline(at, color=colour, linestyle="--" if s.confirmed else ":")
+        ax.annotate(f"{s.kind} x{s.ratio:.3g}", (at, max(med)), fontsize=7, color=colour, rotation=90,
+                    va="top", ha="right")
+    ax.set_xticks(x, [p.commit[:7] or p.run_id[:8] for p in runs], rotation=60, fontsize=7)
+    ax.set_xlabel("run (commit), oldest first")
+    ax.set_ylabel("seconds per repeat")
+    ax.set_title(f"{series.label}\n{series.machine}", fontsize=8)
+    ax.grid(True, alpha=0.3)
+    return save_figure(fig, out_dir / file_name(series))

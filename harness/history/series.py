@@ -1,0 +1,116 @@
+"""Records grouped into series: one per case (``case_id``) and machine, one point per run, oldest first.
+
+A point is one run of the case: the records of one ``run_id`` (a resumed or until-decided run can
+leave several) pooled into one set of timing samples. Points that did not run ok stay in the
+series (a table shows them) but carry no timing, so change points never rest on them.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness.results.record import Record
+
+
+@dataclass
+class Point:
+    """One run of a case on a machine."""
+
+    run_id: str
+    created: str                     # ISO time of the run's (first) record
+    records: list[Record]
+    samples: list[float] = field(default_factory=list)   # every ok record's samples, pooled
+
+    @property
+    def status(self) -> str:
+        statuses = {r.status for r in self.records}
+        return "ok" if "ok" in statuses else ", ".join(sorted(statuses))
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.samples)
+
+    @property
+    def median(self) -> float | None:
+        return float(np.median(self.samples)) if self.samples else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The stored 95 % interval of the median (one record), else the pooled samples' range."""
+        ok = [r for r in self.records if r.ok and r.stats and r.stats.ci95]
+        if len(ok) == 1:
+            lo, hi = ok[0].stats.ci95   # type: ignore[union-attr]
+            return float(lo), float(hi)
+        return (float(min(self.samples)), float(max(self.samples))) if self.samples else None
+
+    @property
+    def commit(self) -> str:
+        git = (self.records[0].software or {}).get("git") or {}
+        commit = git.get("commit") if isinstance(git, dict) else None
+        return (commit[:12] + ("+" if git.get("dirty") else "")) if isinstance(commit, str) and commit else ""
+
+    @property
+    def reason(self) -> str:
+        return next((r.reason for r in self.records if r.reason and not r.ok), "")
+
+
+@dataclass
+class Series:
+    """Every run of one case on one machine, oldest first."""
+
+    case_id: str
+    machine: str
+    workload: str
+    label: str                       # workload[size]{swept params} backend rRtT
+    points: list[Point]
+
+    @property
+    def key(self) -> str:
+        return f"{self.label} @ {self.machine}"
+
+
+def case_label(record: Record) -> str:
+    """``roofline[smoke]{n=512} mkl r1t2``: the case in a line (what was set, not every param)."""
+    swept = ",".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in sorted(record.swept.items()))
+    backend = record.backend.requested or "default"
+    return (f"{record.workload.name}[{record.size}]" + (f"{{{swept}}}" if swept else "")
+            + f" {backend} r{record.launch.ranks}t{record.launch.threads}")
+
+
+def build_series(records: list[Record]) -> list[Series]:
+    """The records as series, one per (case_id, machine); records of controls are left out (they
+    are other cases), and so are records without a run id."""
+    groups: dict[tuple[str, str], dict[str, list[Record]]] = {}
+    order = {id(r): i for i, r in enumerate(records)}     # ties of `created` (1 s) go by file order
+    for r in records:
+        if r.control is not None or not r.run_id:
+            continue
+        groups.setdefault((r.case_id, r.machine), {}).setdefault(r.run_id, []).append(r)
+    out = []
+    for (case_id, machine), runs in groups.items():
+        points = []
+        for run_id, recs in runs.items():
+            recs.sort(key=lambda r: (r.created, order[id(r)]))
+            samples = [float(s) for r in recs if r.ok for s in r.samples]
+            points.append(Point(run_id=run_id, created=recs[0].created, records=recs, samples=samples))
+        points.sort(key=lambda p: (p.created, order[id(p.records[0])]))
+        first = points[0].records[0]
+        out.append(Series(case_id=case_id, machine=machine, workload=first.workload.name,
+                          label=case_label(first), points=points))
+    out.sort(key=lambda s: (s.workload, s.label, s.machine))
+    return out
+
+
+def select(series: list[Series], workloads: list[str] | None, match: str | None) -> list[Series]:
+    """The series of the given workloads whose key contains ``match`` (both optional)."""
+    return [s for s in series if (not workloads or s.workload in workloads) and (not match or match in s.key)]
+
+
+def as_json(series: Series) -> dict[str, Any]:
+    return {"case_id": series.case_id, "machine": series.machine, "label": series.label,
+            "points": [{"run_id": p.run_id, "created": p.created, "commit": p.commit, "status": p.status,
+                        "median_s": p.median, "interval_s": list(p.interval) if p.interval else None,
+                        "n": len(p.samples)} for p in series.points]}

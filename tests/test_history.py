@@ -1,0 +1,224 @@
+"""`harness history` and `harness export-asv`: series of real records, their change points, what
+changed at each, and the same series published by asv."""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, read_jsonl
+from harness.history.provenance import changes, provenance
+from harness.history.series import build_series
+from harness.history.steps import find_steps
+from harness.registry import build_registry
+from harness.results.record import Record, upgrade
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import change_points  # noqa: E402
+
+MKL_WHY = build_registry().backend("mkl").available()
+
+
+def test_pelt_is_chosen_because_it_finds_steps_that_asv_misses_without_false_ones() -> None:
+    """The choice of change-point method, held to its figures on seeded series with known steps
+    (benchmarks/change_points.py): behind the same interval, PELT finds 90 % or more of the steps of
+    every size from 1.1x with no step on series that have none; asv.step_detect finds fewer."""
+    figures = change_points.evaluate(100, seed=1)
+    pelt, asv = figures["pelt+interval"], figures["asv+interval"]
+    assert pelt[None] == (0.0, 0.0)                          # no step where there is none
+    for ratio in change_points.RATIOS:
+        assert pelt[ratio][0] >= 0.9, (ratio, pelt)
+    assert asv[1.1][0] < pelt[1.1][0] and asv[1.25][0] < pelt[1.25][0], figures
+    assert figures["pelt"][None][1] > 0                      # without the interval, PELT alone is fooled
+
+
+# -- a series of real records ---------------------------------------------------------------------
+
+def _roofline_runs(harness_cli, out: pathlib.Path, n: int, env: dict[str, str]) -> None:
+    for _ in range(n):
+        r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--backend", "mkl", "--repeats", "10",
+                        "--out", str(out), env=env)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def mkl_series(harness_cli, tmp_path_factory) -> tuple[pathlib.Path, pathlib.Path]:
+    """Four runs of roofline[smoke] on MKL, then four with MKL_CBWR=COMPATIBLE (MKL's reproducible
+    code path, measured 1.5-1.7x slower here), each run a separate `harness run` into its folder."""
+    if not MKL_WHY[0]:
+        pytest.skip(f"mkl backend not usable here: {MKL_WHY[1]}")
+    base = tmp_path_factory.mktemp("history")
+    before, after = base / "before", base / "after"
+    _roofline_runs(harness_cli, before, 4, {"MKL_CBWR": ""})
+    _roofline_runs(harness_cli, after, 4, {"MKL_CBWR": "COMPATIBLE"})
+    return before, after
+
+
+@pytest.mark.slow
+def test_history_finds_the_one_step_and_names_the_setting_that_changed(harness_cli, mkl_series, tmp_path) -> None:
+    before, after = mkl_series
+    r = harness_cli("history", str(before), str(after), "--threshold", "0.2", "--json")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr     # a slowdown in the newest runs: the CI gate
+    (series,) = json.loads(r.stdout)
+    assert len(series["points"]) == 8
+    steps = [s for s in series["steps"] if s["kind"] != "unconfirmed"]
+    assert len(steps) == 1, steps
+    (step,) = steps
+    assert step["kind"] == "slowdown" and step["newest"] and step["interval"][0] > 1.2
+    run_ids = [p["run_id"] for p in series["points"]]
+    assert run_ids.index(step["after_run"]) == 4                  # between run 4 and 5
+    first = step["changed"][0]
+    assert (first["name"], first["before"], first["after"], first["consistent"]) == \
+        ("env:MKL_CBWR", "unset", "COMPATIBLE", True)
+    assert [c["name"] for c in step["changed"] if c["consistent"]] == ["env:MKL_CBWR"]
+
+    text = harness_cli("history", str(before), str(after), "--threshold", "0.2", "--plot", str(tmp_path / "p"))
+    assert text.returncode == 1
+    assert "slowed" in text.stdout and "between run 4 and 5; changed then: env:MKL_CBWR unset -> COMPATIBLE" \
+        in " ".join(text.stdout.split())
+    assert "slowdown in the newest runs" in text.stderr
+    (png,) = (tmp_path / "p").glob("*.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+    calm = harness_cli("history", str(before), "--threshold", "0.2", "--json")   # the runs before it: no step
+    assert calm.returncode == 0, calm.stdout[-2000:]
+    assert not [s for s in json.loads(calm.stdout)[0]["steps"] if s["kind"] != "unconfirmed"]
+
+
+def _seeded_records(template: dict, n_runs: int, seed: int, step_at: int | None = None,
+                    env_after: dict[str, str] | None = None) -> list[Record]:
+    """Copies of one real record as a run history: each run's samples drawn with seeded log-normal
+    noise (3 % within a run, 1 % between runs) around the template's median, times 60 s apart."""
+    rng = np.random.default_rng(seed)
+    base = float(np.median(template["samples"]))
+    out = []
+    for i in range(n_runs):
+        d = copy.deepcopy(template)
+        level = base * (1.5 if step_at is not None and i >= step_at else 1.0) * math.exp(rng.normal(0, 0.01))
+        d["samples"] = list(level * np.exp(rng.normal(0, 0.03, 10)))
+        d["stats"]["median"] = float(np.median(d["samples"]))
+        d["stats"]["ci95"] = [float(np.quantile(d["samples"], 0.1)), float(np.quantile(d["samples"], 0.9))]
+        d["run_id"], d["id"] = f"seeded-{i:02d}", f"{i:032x}"
+        d["created"] = f"2026-12-04T10:{i:02d}:00+00:00"
+        if env_after and step_at is not None and i >= step_at:
+            d["environment"] = {**d["environment"], **env_after}
+        out.append(Record.from_json(upgrade(d)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def template() -> dict:
+    """A real record of this machine's gallery capture (roofline[small])."""
+    for line in (ROOT / "gallery" / "amd-epyc-zen4-2c" / "results" / "results.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        if d["workload"]["name"] == "roofline" and d["status"] == "ok":
+            return d
+    raise AssertionError("no roofline record in the gallery")
+
+
+def test_seeded_noise_without_a_step_reports_none(template) -> None:
+    for seed in range(5):
+        (series,) = build_series(_seeded_records(template, 12, seed))
+        assert not [s for s in find_steps(series) if s.confirmed], seed
+
+
+def test_a_seeded_step_is_found_where_it_is_and_explained(template) -> None:
+    (series,) = build_series(_seeded_records(template, 10, 3, step_at=6, env_after={"OMP_PROC_BIND": "close"}))
+    (step,) = [s for s in find_steps(series) if s.confirmed]
+    assert step.kind == "slowdown" and step.newest and step.low > 1.3 and step.high < 1.7
+    assert series.points.index(step.after[0]) == 6
+    assert [c.text() for c in step.changed] == ["env:OMP_PROC_BIND unset -> close"]
+
+
+def test_provenance_leaves_out_what_changes_on_every_run(template) -> None:
+    a = Record.from_json(upgrade(copy.deepcopy(template)))
+    d = copy.deepcopy(template)
+    d["run_id"], d["created"], d["duration_s"] = "other", "2027-01-01T00:00:00+00:00", 1.0
+    d["system_load"] = {"before": [9, 9, 9]}
+    d["launch"]["command"] = ["elsewhere"]
+    assert changes([provenance(a)], [provenance(Record.from_json(upgrade(d)))]) == []
+    d["software"]["packages"]["numpy"] = "0.0.1"
+    d["hardware"]["tuning"]["governors"] = ["powersave"]
+    found = [c.text() for c in changes([provenance(a)], [provenance(Record.from_json(upgrade(d)))])]
+    assert found == [f"package:numpy {template['software']['packages']['numpy']} -> 0.0.1",
+                     'tuning:governors unset -> ["powersave"]']
+
+
+def test_history_refuses_bad_input(harness_cli, tmp_path) -> None:
+    r = harness_cli("history", str(tmp_path / "missing"))
+    assert r.returncode == 2 and "no such results file" in r.stderr
+    (tmp_path / "f").write_text("")
+    r = harness_cli("history", str(ROOT / "gallery" / "amd-epyc-zen4-2c"), "--plot", str(tmp_path / "f"))
+    assert r.returncode == 2 and "--plot" in r.stderr and "not a folder" in r.stderr
+    r = harness_cli("history", str(ROOT / "gallery" / "amd-epyc-zen4-2c"), "--workload", "nosuch")
+    assert r.returncode == 2 and "no series" in r.stderr
+
+
+# -- asv ----------------------------------------------------------------------------------------------
+
+def _git(repo: pathlib.Path, *args: str) -> str:
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
+                         env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                              "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"})
+    return out.stdout.strip()
+
+
+@pytest.mark.slow
+def test_export_asv_then_asv_publish_draws_the_same_series(harness_cli, mkl_series, tmp_path) -> None:
+    """The eight real runs, each given a commit of a scratch repository (the runs themselves were all
+    made at this checkout's commit, and asv places results by commit), exported and published by
+    the asv in the venv: its graph holds the same medians, in the same order, as `harness history`."""
+    asv = pathlib.Path(sys.executable).parent / "asv"
+    if not asv.exists() or shutil.which("git") is None:
+        pytest.skip("asv or git missing")
+    repo = tmp_path / "project"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "asv.conf.json").write_text(json.dumps({
+        "version": 1, "project": "p", "project_url": "https://example.invalid", "repo": ".", "branches": ["main"],
+        "environment_type": "existing", "results_dir": "results", "html_dir": "html"}))
+    records = [rec for folder in mkl_series for rec in read_jsonl(folder / "results.jsonl")]
+    commits = []
+    for i, rec in enumerate(records):
+        (repo / "n").write_text(str(i))
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", f"c{i}", "--date", f"2026-01-{i + 1:02d}T00:00:00")
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+        rec["software"]["git"] = {"commit": commits[-1], "dirty": False}
+    data = tmp_path / "records"
+    data.mkdir()
+    (data / "results.jsonl").write_text("".join(json.dumps(rec) + "\n" for rec in records))
+
+    r = harness_cli("export-asv", str(data), "--config", str(repo / "asv.conf.json"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(list((repo / "results").glob("*/*-hpml-harness-records.json"))) == 8
+    pub = subprocess.run([str(asv), "publish", "--config", str(repo / "asv.conf.json")], cwd=repo,
+                         capture_output=True, text=True, timeout=300)
+    assert pub.returncode == 0, pub.stdout[-3000:] + pub.stderr[-3000:]
+    index = json.loads((repo / "html" / "index.json").read_text())
+    assert "harness_records.roofline" in index["benchmarks"]
+    (graph,) = [g for g in (repo / "html" / "graphs").rglob("harness_records.roofline.json")
+                if "branch-main" in g.parts]
+    published = [v[0] for _, v in json.loads(graph.read_text())]   # one value per case: one case here
+
+    hist = harness_cli("history", str(data), "--json")
+    medians = [p["median_s"] for p in json.loads(hist.stdout)[0]["points"]]
+    assert published == pytest.approx(medians, rel=1e-9)
+
+    # every run kept its commit, so a record whose commit the repository lacks is left out, with why
+    records[0]["software"]["git"]["commit"] = "f" * 40
+    (data / "results.jsonl").write_text("".join(json.dumps(rec) + "\n" for rec in records))
+    again = harness_cli("export-asv", str(data), "--config", str(repo / "asv.conf.json"))
+    assert again.returncode == 0 and "1 record(s) left out: commit not in" in " ".join(again.stderr.split())
+
+
+def test_export_asv_refuses_a_missing_config(harness_cli, tmp_path) -> None:
+    r = harness_cli("export-asv", str(ROOT / "gallery" / "amd-epyc-zen4-2c"), "--config", str(tmp_path / "no.json"))
+    assert r.returncode == 2 and "asv configuration" in r.stderr
