@@ -130,11 +130,14 @@ def test_seeded_noise_without_a_step_reports_none(template) -> None:
 
 
 def test_a_seeded_step_is_found_where_it_is_and_explained(template) -> None:
-    (series,) = build_series(_seeded_records(template, 10, 3, step_at=6, env_after={"OMP_PROC_BIND": "close"}))
+    records = _seeded_records(template, 10, 3, step_at=6, env_after={"OMP_PROC_BIND": "close"})
+    records[2].status, records[2].samples, records[2].stats = "failed", [], None   # a run that crashed
+    (series,) = build_series(records)
     (step,) = [s for s in find_steps(series) if s.confirmed]
     assert step.kind == "slowdown" and step.newest and step.low > 1.3 and step.high < 1.7
     assert series.points.index(step.after[0]) == 6
     assert [c.text() for c in step.changed] == ["env:OMP_PROC_BIND unset -> close"]
+    assert "between run 6 and 7; changed then: env:OMP_PROC_BIND unset -> close" in step.describe(series)
 
 
 def test_provenance_leaves_out_what_changes_on_every_run(template) -> None:
@@ -222,3 +225,22 @@ def test_export_asv_then_asv_publish_draws_the_same_series(harness_cli, mkl_seri
 def test_export_asv_refuses_a_missing_config(harness_cli, tmp_path) -> None:
     r = harness_cli("export-asv", str(ROOT / "gallery" / "amd-epyc-zen4-2c"), "--config", str(tmp_path / "no.json"))
     assert r.returncode == 2 and "asv configuration" in r.stderr
+
+
+def test_a_hostile_record_costs_only_its_own_run(template, tmp_path, harness_cli) -> None:
+    """Zero timings (the schema refuses negative ones) and a missing commit make no point (the run
+    is listed, not fitted); a torn line is named; history reads the rest and exits 0 on a series
+    without a step."""
+    lines = []
+    for i, rec in enumerate(_seeded_records(template, 6, 0)):
+        d = rec.to_json()
+        if i == 2:
+            d["samples"] = [0.0, 0.0, 0.0]
+            d["software"]["git"] = {"commit": None, "dirty": None}
+        lines.append(json.dumps(d))
+    (tmp_path / "r.jsonl").write_text("\n".join(lines) + "\n{torn line\n")
+    r = harness_cli("history", str(tmp_path / "r.jsonl"), "--json")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    (series,) = json.loads(r.stdout)
+    assert len(series["points"]) == 6 and series["points"][2]["median_s"] is None
+    assert "r.jsonl:7" in r.stderr        # the torn line is named

@@ -55,9 +55,7 @@ def _run_table(series: Series, steps: list[Step]) -> object:
     starts = {s.after[0].run_id: s for s in steps if s.confirmed}
     t = table(escape(f"{series.label} @ {series.machine}"), "run", "created", "commit", "status", "median s [interval]",
               "n", "step")
-    ok_runs = 0
     for i, p in enumerate(series.points, 1):
-        ok_runs += p.ok
         lo_hi = p.interval
         median = f"{p.median:.4g} [{lo_hi[0]:.4g}, {lo_hi[1]:.4g}]" if p.median is not None and lo_hi else ""
         step = starts.get(p.run_id)
@@ -103,15 +101,13 @@ def main(args: argparse.Namespace) -> int:
         steps = found[s.key]
         if not args.summary and len(s.points) >= 2:
             console.print(_run_table(s, steps))
-        runs = [p for p in s.points if p.ok]
         for st in steps:
-            console.print(escape(st.describe(s, runs)), soft_wrap=True)
+            console.print(escape(st.describe(s)), soft_wrap=True)
     confirmed = sum(st.confirmed for steps in found.values() for st in steps)
     unconfirmed = sum(not st.confirmed for steps in found.values() for st in steps)
     console.print(f"steps: {confirmed} confirmed" + (f", {unconfirmed} candidate(s) the interval did not confirm"
                                                      if unconfirmed else "")
                   + f" (threshold {args.threshold:.0%}, {args.confidence:.0%} intervals, method {args.method})")
     for s, st in newest:
-        err_console.print(f"slowdown in the newest runs: {st.describe(s, [p for p in s.points if p.ok])}",
-                          markup=False)
+        err_console.print(f"slowdown in the newest runs: {st.describe(s)}", markup=False)
     return 1 if newest else 0

@@ -7,6 +7,7 @@ series (a table shows them) but carry no timing, so change points never rest on 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,9 @@ class Point:
 
     @property
     def reason(self) -> str:
+        """Why the run has no timing: a failed record's reason, or samples that are not timings."""
+        if self.status == "ok" and not self.samples:
+            return "no usable timing (samples missing, zero, negative or not finite)"
         return next((r.reason for r in self.records if r.reason and not r.ok), "")
 
 
@@ -95,6 +99,8 @@ def build_series(records: list[Record]) -> list[Series]:
         for run_id, recs in runs.items():
             recs.sort(key=lambda r: (r.created, order[id(r)]))
             samples = [float(s) for r in recs if r.ok for s in r.samples]
+            if not all(math.isfinite(s) and s > 0 for s in samples):   # not a timing: no point to fit
+                samples = []
             points.append(Point(run_id=run_id, created=recs[0].created, records=recs, samples=samples))
         points.sort(key=lambda p: (p.created, order[id(p.records[0])]))
         first = points[0].records[0]

@@ -40,9 +40,10 @@ class Step:
     def confirmed(self) -> bool:
         return self.kind != "unconfirmed"
 
-    def describe(self, series: Series, runs: list[Point]) -> str:
-        """``roofline[smoke] mkl r1t2 slowed 1.46x [1.40, 1.52] between run 4 and 5; changed then: ...``"""
-        i, j = runs.index(self.before[-1]) + 1, runs.index(self.after[0]) + 1
+    def describe(self, series: Series) -> str:
+        """``roofline[smoke] mkl r1t2 slowed 1.46x [1.40, 1.52] between run 4 and 5; changed then: ...``
+        (runs numbered as in the series' table, failed ones included)."""
+        i, j = series.points.index(self.before[-1]) + 1, series.points.index(self.after[0]) + 1
         if self.kind == "slowdown":
             what = f"slowed {self.ratio:.3g}x"
         elif self.kind == "speed-up":
