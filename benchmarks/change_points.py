@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from harness.history.series import Point
-from harness.history.steps import _weights, classify, segments, step_interval
+from harness.history.steps import _weights, judge_boundaries, segments
 
 RATIOS = (1.1, 1.25, 1.5, 2.0)
 METHODS = ("pelt+interval", "asv+interval", "pelt", "asv")
@@ -43,15 +43,13 @@ def seeded_series(rng: np.random.Generator, n_runs: int, ratio: float | None, wi
 
 
 def confirmed(points: list[Point], segs: list[tuple[int, int]], use_interval: bool) -> list[int]:
-    """The first run after each step of a segmentation (behind the interval if asked)."""
-    found = []
-    for (l1, r1), (l2, r2) in zip(segs, segs[1:]):
-        if use_interval:
-            ratio, lo, hi = step_interval(points[l1:r1], points[l2:r2])
-            if classify(ratio, lo, hi, 0.05) == "unconfirmed":
-                continue
-        found.append(l2)
-    return found
+    """The first run after each step of a segmentation (behind the interval, as `harness history`
+    judges them, if asked)."""
+    bounds = [left for left, _ in segs[1:]]
+    if not use_interval:
+        return bounds
+    steps, _ = judge_boundaries(points, bounds)
+    return [points.index(st.after[0]) for st in steps]
 
 
 def evaluate(n_series: int, seed: int) -> dict[str, dict[float | None, tuple[float, float]]]:
