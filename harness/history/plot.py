@@ -4,6 +4,8 @@ from __future__ import annotations
 import pathlib
 import re
 
+import numpy as np
+
 from harness.history.series import Series
 from harness.history.steps import Step
 from harness.plotting import pyplot, save_figure
@@ -23,9 +25,9 @@ def series_figure(series: Series, steps: list[Step], out_dir: pathlib.Path) -> p
     lo = [p.median - p.interval[0] for p in runs]    # type: ignore[index,operator]
     hi = [p.interval[1] - p.median for p in runs]    # type: ignore[index,operator]
     ax.errorbar(x, med, yerr=[lo, hi], fmt="o", capsize=3, label="median [interval] per run")
-    bounds = [0] + [runs.index(s.after[0]) for s in steps] + [len(runs)]
-    for a, b in zip(bounds, bounds[1:]):
-        level = sorted(med[a:b])[(b - a) // 2]
+    bounds = [0] + [runs.index(s.after[0]) for s in steps if s.confirmed] + [len(runs)]
+    for a, b in zip(bounds, bounds[1:]):     # each segment's level: the median of its pooled samples
+        level = float(np.median(np.concatenate([p.samples for p in runs[a:b]])))
         ax.hlines(level, a + 0.6, b + 0.4, colors="grey", linestyles="-", alpha=0.6)
     for s in steps:
         at = runs.index(s.after[0]) + 0.5
@@ -33,8 +35,9 @@ def series_figure(series: Series, steps: list[Step], out_dir: pathlib.Path) -> p
         ax.axvline(at, color=colour, linestyle="--" if s.confirmed else ":")
         ax.annotate(f"{s.kind} x{s.ratio:.3g}", (at, max(med)), fontsize=7, color=colour, rotation=90,
                     va="top", ha="right")
-    ax.set_xticks(x, [p.commit[:7] or p.run_id[:8] for p in runs], rotation=60, fontsize=7)
-    ax.set_xlabel("run (commit), oldest first")
+    number = {id(p): i for i, p in enumerate(series.points, 1)}     # as in the series' table
+    ax.set_xticks(x, [f"{number[id(p)]} {p.commit[:7]}" for p in runs], rotation=60, fontsize=7)
+    ax.set_xlabel("run and commit, oldest first")
     ax.set_ylabel("seconds per repeat")
     ax.set_title(f"{series.label}\n{series.machine}", fontsize=8)
     ax.grid(True, alpha=0.3)
