@@ -2,7 +2,8 @@
 
     python benchmarks/change_points.py [--series 150] [--seed 1]
 
-Each series is a run history as the harness records it: 8, 12 or 20 runs of 5 timing samples,
+Each series is a run history as the harness records it: 8, 12 or 20 runs (and, for the CI case of a
+new run against a short archive, 2, 3 or 4) of 5 timing samples,
 log-normal noise within a run (2 or 5 %) and between runs (0.5 or 2 %), and no step (one series in
 five) or one step of 1.1, 1.25, 1.5 or 2x at a random run. Methods (harness.history.steps):
 
@@ -24,7 +25,7 @@ import math
 import numpy as np
 
 from harness.history.series import Point
-from harness.history.steps import _weights, judge_boundaries, segments
+from harness.history.steps import _weights, judge_boundaries, run_noise, segments
 
 RATIOS = (1.1, 1.25, 1.5, 2.0)
 METHODS = ("pelt+interval", "asv+interval", "pelt", "asv")
@@ -33,7 +34,7 @@ METHODS = ("pelt+interval", "asv+interval", "pelt", "asv")
 def seeded_series(rng: np.random.Generator, n_runs: int, ratio: float | None, within: float, between: float,
                   samples: int = 5) -> tuple[list[Point], int | None]:
     """A run history: (points, index of the first run after the step, or None)."""
-    at = int(rng.integers(2, n_runs - 1)) if ratio else None
+    at = (int(rng.integers(2, n_runs - 1)) if n_runs >= 6 else int(rng.integers(1, n_runs))) if ratio else None
     points = []
     for i in range(n_runs):
         level = 0.01 * (ratio if at is not None and i >= at else 1.0) * math.exp(rng.normal(0, between))
@@ -52,16 +53,17 @@ def confirmed(points: list[Point], segs: list[tuple[int, int]], use_interval: bo
     return [points.index(st.after[0]) for st in steps]
 
 
-def evaluate(n_series: int, seed: int) -> dict[str, dict[float | None, tuple[float, float]]]:
-    """method -> step ratio (None: no step) -> (recall, false steps per series)."""
+def evaluate(n_series: int, seed: int, lengths: tuple[int, ...] = (8, 12, 20)) -> dict[str, dict[float | None, tuple[float, float]]]:
+    """method -> step ratio (None: no step) -> (recall, false steps per series), on series of
+    ``lengths`` runs."""
     rng = np.random.default_rng(seed)
     tallies: dict[str, dict[float | None, list[int]]] = {m: {} for m in METHODS}
     for k in range(n_series):
         ratio = None if k % 5 == 0 else RATIOS[k % len(RATIOS)]
-        points, at = seeded_series(rng, int(rng.choice([8, 12, 20])), ratio,
+        points, at = seeded_series(rng, int(rng.choice(lengths)), ratio,
                                    within=float(rng.choice([0.02, 0.05])), between=float(rng.choice([0.005, 0.02])))
         medians = [p.median for p in points]
-        segs = {"pelt": segments(medians, None, "pelt"), "asv": segments(medians, _weights(points), "asv")}
+        segs = {"pelt": segments(medians, None, "pelt", run_noise(points)), "asv": segments(medians, _weights(points), "asv")}
         for name in METHODS:
             found = confirmed(points, segs[name.split("+")[0]], name.endswith("+interval"))
             hit = at is not None and any(abs(f - at) <= 1 for f in found)
@@ -78,10 +80,13 @@ def main() -> None:
     parser.add_argument("--series", type=int, default=150)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    print(f"{args.series} seeded series (seed {args.seed}): recall / false steps per series, by step size")
-    for name, by in evaluate(args.series, args.seed).items():
-        cells = "  ".join(f"{'no step' if r is None else f'{r}x'}: {rec:.2f} / {false:.2f}" for r, (rec, false) in by.items())
-        print(f"{name:15s} {cells}")
+    for lengths in ((8, 12, 20), (2, 3, 4)):
+        print(f"{args.series} seeded series of {', '.join(map(str, lengths))} runs (seed {args.seed}): "
+              "recall / false steps per series, by step size")
+        for name, by in evaluate(args.series, args.seed, lengths).items():
+            cells = "  ".join(f"{'no step' if r is None else f'{r}x'}: {rec:.2f} / {false:.2f}"
+                              for r, (rec, false) in by.items())
+            print(f"{name:15s} {cells}")
 
 
 if __name__ == "__main__":

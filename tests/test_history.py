@@ -39,6 +39,17 @@ def test_pelt_is_chosen_because_it_finds_steps_that_asv_misses_without_false_one
         assert pelt[ratio][0] >= 0.95 and pelt[ratio][1] <= 0.1, (ratio, pelt)
     assert asv[1.1][0] < pelt[1.1][0] and asv[1.25][0] < pelt[1.25][0], figures
     assert figures["pelt"][None][1] > 0                      # without the interval, PELT alone is fooled
+    short = change_points.evaluate(60, seed=1, lengths=(2, 3, 4))["pelt+interval"]
+    assert short[None] == (0.0, 0.0), short                   # short histories: still no false alarm
+
+
+def test_one_run_a_side_confirms_nothing(template) -> None:
+    """Two runs, the second 2x slower: with one run per segment nothing tells the step from
+    run-to-run variation, so the candidate stays unconfirmed and says why."""
+    (series,) = build_series(_seeded_records(template, 2, 0, step_at=1, factor=2.0))
+    (step,) = find_steps(series)
+    assert not step.confirmed and step.ratio == pytest.approx(2.0, rel=0.1)
+    assert "run-to-run variation is unknown" in step.describe(series)
 
 
 # -- a series of real records ---------------------------------------------------------------------

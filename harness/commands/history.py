@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import pathlib
 
 from rich.markup import escape
@@ -45,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _steps_json(steps: list[Step]) -> list[dict]:
-    return [{"kind": s.kind, "ratio": s.ratio, "interval": [s.low, s.high], "newest": s.newest,
+    return [{"kind": s.kind, "ratio": s.ratio, "newest": s.newest,
+             "interval": [s.low, s.high] if math.isfinite(s.low) and math.isfinite(s.high) else None,
              "before_run": s.before[-1].run_id, "after_run": s.after[0].run_id,
              "changed": [{"name": c.name, "before": c.before, "after": c.after, "consistent": c.consistent}
                          for c in s.changed]} for s in steps]

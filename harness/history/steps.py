@@ -4,9 +4,10 @@ Candidates come from a penalised piecewise-constant fit of the per-run medians: 
 by default, asv's ``step_detect`` on request (:func:`segments` says why PELT:
 ``benchmarks/change_points.py`` compares them on seeded series with known steps and
 ``tests/test_history.py`` holds the choice to its figures). A candidate becomes a
-step only when its interval says so: the ratio of the medians after / before, with a two-level
-bootstrap (runs resampled within each segment, then each run's samples), so that run-to-run
-variation widens the interval as it should. A step is a slowdown when the whole interval lies
+step only when its interval says so: the ratio of the medians after / before, bootstrapped from
+each run's samples (the noise within runs) with a run-to-run term read from how the runs scatter
+around their segments' levels, so that run-to-run variation widens the interval as it should, and a
+history with one run per segment (nothing to read it from) confirms nothing. A step is a slowdown when the whole interval lies
 above 1 and the ratio reaches ``1 + threshold``; a speed-up likewise below; anything else is
 reported as a candidate that the interval could not confirm, never as a step.
 """
@@ -44,7 +45,10 @@ class Step:
         """``roofline[smoke] mkl r1t2 slowed 1.46x [1.40, 1.52] between run 4 and 5; changed then: ...``
         (runs numbered as in the series' table, failed ones included)."""
         i, j = series.points.index(self.before[-1]) + 1, series.points.index(self.after[0]) + 1
-        if self.kind == "speed-up":     # said as a speed-up factor, its interval turned round with it
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            what = (f"changed {self.ratio:.3g}x (unconfirmed: no interval; too few samples, or one run a "
+                    "segment, so run-to-run variation is unknown)")
+        elif self.kind == "speed-up":     # said as a speed-up factor, its interval turned round with it
             what = f"sped up {1 / self.ratio:.3g}x [{1 / self.high:.3g}, {1 / self.low:.3g}]"
         else:
             what = (f"slowed {self.ratio:.3g}x" if self.kind == "slowdown" else
@@ -68,14 +72,25 @@ def _weights(points: list[Point]) -> list[float]:
 METHODS = ("pelt", "asv")
 
 
-def segments(medians: list[float], weights: list[float] | None = None, method: str = "pelt") -> list[tuple[int, int]]:
+def run_noise(points: list[Point]) -> float:
+    """The noise of one run's log median, from the runs themselves: the median over runs of the
+    standard error of the median of log samples (1.2533 sd / sqrt(n)); 0 without 2+ samples."""
+    errors = [1.2533 * float(np.std(np.log(p.samples), ddof=1)) / math.sqrt(len(p.samples))
+              for p in points if len(p.samples) >= 2]
+    return float(np.median(errors)) if errors else 0.0
+
+
+def segments(medians: list[float], weights: list[float] | None = None, method: str = "pelt",
+             noise: float = 0.0) -> list[tuple[int, int]]:
     """[left, right) index ranges of a piecewise-constant fit of the run medians.
 
-    ``pelt`` (default): ruptures' PELT on the log medians (l2 cost, penalty 2 sigma^2 ln n, sigma
-    from the median absolute difference of successive runs, so the noise sets the bar); ``asv``:
-    asv.step_detect's Potts fit. On the seeded series of benchmarks/change_points.py, behind the same
-    interval, PELT finds more of the small steps (1.1x, 1.25x) than asv's fit, and neither reports a
-    step on series without one (the benchmark prints the figures; tests/test_history.py holds them)."""
+    ``pelt`` (default): ruptures' PELT on the log medians (l2 cost, penalty 2 sigma^2 ln n). sigma is
+    the larger of ``noise`` (the within-run error of a median, :func:`run_noise`) and, from 6 runs
+    on, the run-to-run noise read from the median absolute difference of successive runs (with fewer
+    runs a step would dominate that estimate and hide itself). ``asv``: asv.step_detect's Potts fit.
+    On the seeded series of benchmarks/change_points.py, behind the same interval, PELT finds more of
+    the small steps (1.1x, 1.25x) than asv's fit, and neither reports a step on series without one
+    (the benchmark prints the figures; tests/test_history.py holds them)."""
     n = len(medians)
     if n < 2:
         return [(0, n)]
@@ -84,34 +99,57 @@ def segments(medians: list[float], weights: list[float] | None = None, method: s
         return [(int(left), int(right)) for left, right, *_ in detect_steps(medians, weights)]
     import ruptures
     y = np.log(np.asarray(medians, dtype=float))
-    sigma = max(1.4826 * float(np.median(np.abs(np.diff(y)))) / math.sqrt(2), 1e-3)
+    between = 1.4826 * float(np.median(np.abs(np.diff(y)))) / math.sqrt(2) if n >= 6 else 0.0
+    sigma = max(noise, between, 1e-3)
     ends = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(y).predict(pen=2 * sigma ** 2 * math.log(n))
     return list(zip([0, *ends[:-1]], ends))
 
 
-def _draw(points: list[Point], rng: np.random.Generator, n: int) -> np.ndarray:
-    """``n`` bootstrap medians of a segment: runs resampled, then each chosen run's samples."""
+def _draw(points: list[Point], rng: np.random.Generator, n: int, between: float) -> np.ndarray:
+    """``n`` bootstrap medians of a segment: each run's samples resampled within it and pooled (the
+    noise within runs), times a log-normal factor of sd ``between / sqrt(runs)`` (the run-to-run
+    noise of the segment's level)."""
     runs = [np.asarray(p.samples, dtype=float) for p in points]
     k = len(runs)
     if len({len(r) for r in runs}) == 1:          # the usual case, vectorised: n x k runs x m samples
         m = len(runs[0])
-        chosen = rng.integers(0, k, (n, k))
         picks = rng.integers(0, m, (n, k, m))
-        return np.median(np.stack(runs)[chosen[:, :, None], picks].reshape(n, k * m), axis=1)
-    out = np.empty(n)
-    for b in range(n):
-        chosen = rng.integers(0, k, k)
-        out[b] = np.median(np.concatenate([runs[j][rng.integers(0, len(runs[j]), len(runs[j]))] for j in chosen]))
-    return out
+        medians = np.median(np.stack(runs)[np.arange(k)[None, :, None], picks].reshape(n, k * m), axis=1)
+    else:
+        medians = np.array([np.median(np.concatenate([r[rng.integers(0, len(r), len(r))] for r in runs]))
+                            for _ in range(n)])
+    return medians * np.exp(rng.normal(0.0, between / math.sqrt(k), n))
 
 
-def step_interval(before: list[Point], after: list[Point], confidence: float = 0.95,
+def between_runs(runs: list[Point], edges: list[int]) -> float | None:
+    """The run-to-run noise (sd of a run's log median beyond what its own samples explain), from the
+    spread of the runs around their segment's level: the pooled variance of the log medians within
+    segments less the mean within-run variance of a median (method of moments, at least 0). None
+    when no segment has two runs: then nothing tells a step from run-to-run variation."""
+    y = [math.log(p.median) for p in runs]       # type: ignore[arg-type]
+    dof = len(runs) - (len(edges) - 1)
+    if dof < 1:
+        return None
+    ss = sum(float(np.sum((np.asarray(y[a:b]) - np.mean(y[a:b])) ** 2)) for a, b in zip(edges, edges[1:]))
+    within = [1.2533 ** 2 * float(np.var(np.log(p.samples), ddof=1)) / len(p.samples)
+              for p in runs if len(p.samples) >= 2]
+    return math.sqrt(max(0.0, ss / dof - (float(np.mean(within)) if within else 0.0)))
+
+
+MIN_SAMPLES = 3    # per side: with fewer, a bootstrap has no spread to show and decides nothing
+
+
+def step_interval(before: list[Point], after: list[Point], confidence: float = 0.95, between: float | None = 0.0,
                   seed: int = 0) -> tuple[float, float, float]:
-    """The ratio of pooled medians after / before and its two-level bootstrap percentile interval."""
+    """The ratio of pooled medians after / before and its bootstrap percentile interval, with the
+    run-to-run noise ``between`` (see :func:`between_runs`); (ratio, nan, nan) when that noise is
+    unknown or a side has fewer than MIN_SAMPLES samples: no interval, so never a step."""
     rng = np.random.default_rng(seed)
     est = float(np.median(np.concatenate([p.samples for p in after]))
                 / np.median(np.concatenate([p.samples for p in before])))
-    ratios = _draw(after, rng, BOOTSTRAP) / _draw(before, rng, BOOTSTRAP)
+    if between is None or min(sum(len(p.samples) for p in side) for side in (before, after)) < MIN_SAMPLES:
+        return est, math.nan, math.nan
+    ratios = _draw(after, rng, BOOTSTRAP, between) / _draw(before, rng, BOOTSTRAP, between)
     alpha = 1 - confidence
     lo, hi = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
     return est, float(lo), float(hi)
@@ -134,9 +172,10 @@ def judge_boundaries(runs: list[Point], bounds: list[int], threshold: float = 0.
     dropped: list[Step] = []
     while True:
         edges = [0, *bounds, len(runs)]
+        between = between_runs(runs, edges)
         steps = []
         for a, b, c in zip(edges, edges[1:], edges[2:]):
-            ratio, low, high = step_interval(runs[a:b], runs[b:c], confidence)
+            ratio, low, high = step_interval(runs[a:b], runs[b:c], confidence, between)
             steps.append(Step(before=runs[a:b], after=runs[b:c], ratio=ratio, low=low, high=high,
                               kind=classify(ratio, low, high, threshold), newest=c == len(runs)))
         weak = [st for st in steps if not st.confirmed]
@@ -153,7 +192,7 @@ def find_steps(series: Series, threshold: float = 0.05, confidence: float = 0.95
     runs = [p for p in series.points if p.ok]
     if len(runs) < 2:
         return []
-    segs = segments([p.median for p in runs], _weights(runs), method)   # type: ignore[misc]
+    segs = segments([p.median for p in runs], _weights(runs), method, run_noise(runs))   # type: ignore[misc]
     steps, dropped = judge_boundaries(runs, [left for left, _ in segs[1:]], threshold, confidence)
     for st in steps + dropped:
         st.changed = changes([provenance(p.records[-1]) for p in st.before],
