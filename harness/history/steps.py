@@ -163,12 +163,20 @@ def classify(ratio: float, low: float, high: float, threshold: float) -> str:
     return "unconfirmed"
 
 
+def _strength(step: Step) -> float:
+    """How far a candidate's ratio is from 1 in units of its interval's half-width (log scale); 0
+    without an interval."""
+    if not (math.isfinite(step.low) and math.isfinite(step.high)) or step.high <= step.low:
+        return 0.0
+    return abs(math.log(step.ratio)) / (math.log(step.high / step.low) / 2)
+
+
 def judge_boundaries(runs: list[Point], bounds: list[int], threshold: float = 0.05,
                      confidence: float = 0.95) -> tuple[list[Step], list[Step]]:
     """(steps, unconfirmed candidates) from candidate boundaries (index of the first run after
-    each). A boundary the interval does not confirm is no boundary: its two segments merge and the
-    remaining boundaries are judged again on the merged segments, until every one left is
-    confirmed. So a slowdown followed by an unconfirmed wobble still reaches the newest run."""
+    each). A boundary the interval does not confirm is no boundary: the weakest such one goes, its
+    two segments merge and the rest are judged again, until every one left is confirmed. So a
+    slowdown followed by an unconfirmed wobble still reaches the newest run."""
     dropped: list[Step] = []
     while True:
         edges = [0, *bounds, len(runs)]
@@ -178,11 +186,14 @@ def judge_boundaries(runs: list[Point], bounds: list[int], threshold: float = 0.
             ratio, low, high = step_interval(runs[a:b], runs[b:c], confidence, between)
             steps.append(Step(before=runs[a:b], after=runs[b:c], ratio=ratio, low=low, high=high,
                               kind=classify(ratio, low, high, threshold), newest=c == len(runs)))
-        weak = [st for st in steps if not st.confirmed]
+        weak = [i for i, st in enumerate(steps) if not st.confirmed]
         if not weak:
             return steps, dropped
-        dropped.extend(weak)
-        bounds = [b for b, st in zip(bounds, steps) if st.confirmed]
+        # one at a time, the weakest first: merging two segments changes the judgement of the
+        # boundaries beside them (dropping all at once can shift a step onto a neighbour)
+        drop = min(weak, key=lambda i: _strength(steps[i]))
+        dropped.append(steps[drop])
+        bounds = bounds[:drop] + bounds[drop + 1:]
 
 
 def find_steps(series: Series, threshold: float = 0.05, confidence: float = 0.95,
