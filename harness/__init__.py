@@ -26,7 +26,12 @@ command line and a worker load only what they touch, and pandas only when a Data
 from __future__ import annotations
 
 import importlib
+import os as _os
 from typing import TYPE_CHECKING, Any
+
+# The variables the harness's process started with, before any library it imports could add some
+# (see harness.provenance.inherited_environment).
+_STARTING_ENVIRONMENT = frozenset(_os.environ)
 
 __version__ = "0.1.0"
 

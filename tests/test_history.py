@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import pathlib
 import shutil
 import subprocess
@@ -267,3 +268,18 @@ def test_a_hostile_record_costs_only_its_own_run(template, tmp_path, harness_cli
     (series,) = json.loads(r.stdout)
     assert len(series["points"]) == 6 and series["points"][2]["median_s"] is None
     assert "r.jsonl:7" in r.stderr        # the torn line is named
+
+
+def test_a_variable_a_library_sets_on_import_does_not_reach_the_cases() -> None:
+    """Found by `harness history` on real records: scikit-learn's import sets KMP_DUPLICATE_LIB_OK in
+    its importer's process, so cases launched after the harness imported it (under `harness capture`)
+    inherited it and others did not. Cases inherit the environment the harness started with; a value
+    the user set is kept."""
+    code = ("import os, harness, sklearn; from harness.provenance import inherited_environment as e; "
+            "print(os.environ.get('KMP_DUPLICATE_LIB_OK'), e().get('KMP_DUPLICATE_LIB_OK'))")
+    env = {k: v for k, v in os.environ.items() if k != "KMP_DUPLICATE_LIB_OK"}
+    run = lambda: subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,  # noqa: E731
+                                 timeout=120).stdout.split()
+    assert run() == ["True", "None"]
+    env["KMP_DUPLICATE_LIB_OK"] = "FALSE"
+    assert run() == ["FALSE", "FALSE"]

@@ -11,7 +11,7 @@ from rich.table import Table
 from harness.commands.common import console, machine, registry
 from harness.errors import UsageError
 from harness.launch.mpi import find_mpiexec, flavour
-from harness.provenance import numerics_environment, software
+from harness.provenance import inherited_environment, numerics_environment, software
 from harness.results.record import Record
 from harness.results.store import load_records
 from harness.plugin_guard import available, guarded
@@ -78,8 +78,6 @@ def info_document(results: list[str] | None) -> tuple[dict[str, Any], list[str]]
     """What ``harness info --json`` prints (the fingerprint, matched profile, MPI, numerics
     environment, software, backends and measured ceilings) and the results paths the ceilings came
     from (``results``; None: ./results if it exists). ``harness capture`` writes the same document."""
-    import os
-
     fp, profile, _ = machine()
     mpiexec = find_mpiexec()
     mpi = {"mpiexec": str(mpiexec) if mpiexec else None, "flavour": flavour(mpiexec) if mpiexec else None}
@@ -91,7 +89,7 @@ def info_document(results: list[str] | None) -> tuple[dict[str, Any], list[str]]
         if results:
             raise
         ceilings = []  # the default folder holds no results files yet
-    return {"hardware": fp, "profile": profile, "mpi": mpi, "environment": numerics_environment(os.environ),
+    return {"hardware": fp, "profile": profile, "mpi": mpi, "environment": numerics_environment(inherited_environment()),
             "software": software(), "backends": _backend_rows(), "measured_ceilings": ceilings}, paths
 
 
