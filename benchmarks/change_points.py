@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from harness.history.series import Point
-from harness.history.steps import _weights, judge_boundaries, run_noise, segments
+from harness.history.steps import judge_boundaries, segments
 
 RATIOS = (1.1, 1.25, 1.5, 2.0)
 METHODS = ("pelt+interval", "asv+interval", "pelt", "asv")
@@ -62,8 +62,7 @@ def evaluate(n_series: int, seed: int, lengths: tuple[int, ...] = (8, 12, 20)) -
         ratio = None if k % 5 == 0 else RATIOS[k % len(RATIOS)]
         points, at = seeded_series(rng, int(rng.choice(lengths)), ratio,
                                    within=float(rng.choice([0.02, 0.05])), between=float(rng.choice([0.005, 0.02])))
-        medians = [p.median for p in points]
-        segs = {"pelt": segments(medians, None, "pelt", run_noise(points)), "asv": segments(medians, _weights(points), "asv")}
+        segs = {"pelt": segments(points, "pelt"), "asv": segments(points, "asv")}
         for name in METHODS:
             found = confirmed(points, segs[name.split("+")[0]], name.endswith("+interval"))
             hit = at is not None and any(abs(f - at) <= 1 for f in found)

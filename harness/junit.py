@@ -115,7 +115,7 @@ def run_suite(name: str, finished: Sequence[tuple[Any, Any]], properties: dict[s
     suite = Suite(name=name, properties=dict(properties or {}),
                   seconds=sum(r.duration_s or 0.0 for _, r in finished))
     for case, record in finished:
-        cls = f"{record.workload.name}"
+        cls = record.workload.name
         label = case.label
         if record.status in ("failed", "timeout"):
             suite.cases.append(Case(cls, label, "failure", record.status, record.reason or record.status,

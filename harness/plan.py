@@ -35,6 +35,14 @@ LIMITS = {"ranks": (1, 65536), "threads": (1, 4096), "repeats": (1, 100000), "wa
           "timeout": (1.0, 30 * 86400.0)}
 
 
+def case_label(workload: str, size: str, swept: dict[str, Any], backend: str | None, ranks: int,
+               threads: int) -> str:
+    """``roofline[smoke]{n=512} mkl r1t2``: a case in a line, with only the params set explicitly
+    (progress lines, work folders, and the series of ``harness history``)."""
+    extra = ",".join(f"{k}={v}" for k, v in swept.items())
+    return f"{workload}[{size}]" + (f"{{{extra}}}" if extra else "") + f" {backend or 'default'} r{ranks}t{threads}"
+
+
 @dataclass
 class Case:
     """One run of one workload: everything that decides its numbers."""
@@ -61,9 +69,7 @@ class Case:
     @property
     def label(self) -> str:
         """Short name for progress lines: only what was set explicitly."""
-        extra = ",".join(f"{k}={v}" for k, v in self.swept.items())
-        return (f"{self.workload}[{self.size}]" + (f"{{{extra}}}" if extra else "")
-                + f" {self.backend or 'default'} r{self.ranks}t{self.threads}")
+        return case_label(self.workload, self.size, self.swept, self.backend, self.ranks, self.threads)
 
 
 @dataclass

@@ -99,7 +99,8 @@ def export(series: list[Series], results_dir: pathlib.Path, repo: pathlib.Path) 
                 if why:
                     done.left_out[why] = done.left_out.get(why, 0) + 1
                     continue
-                infos.setdefault(slug, _machine_info(r, slug))
+                if slug not in infos:
+                    infos[slug] = _machine_info(r, slug)
                 cases.setdefault(s.workload, set()).add(s.label)
                 (placed.setdefault(slug, {}).setdefault(commit, {}).setdefault(s.workload, {})
                  .setdefault(s.label, []).extend(float(x) for x in r.samples))

@@ -6,13 +6,13 @@ series (a table shows them) but carry no timing, so change points never rest on 
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from harness.plan import case_label
 from harness.results.record import Record
 
 
@@ -49,9 +49,7 @@ class Point:
 
     @property
     def commit(self) -> str:
-        git = (self.records[0].software or {}).get("git") or {}
-        commit = git.get("commit") if isinstance(git, dict) else None
-        return (commit[:12] + ("+" if git.get("dirty") else "")) if isinstance(commit, str) and commit else ""
+        return self.records[0].commit
 
     @property
     def reason(self) -> str:
@@ -76,12 +74,10 @@ class Series:
         return f"{self.label} @ {self.machine}"
 
 
-def case_label(record: Record) -> str:
-    """``roofline[smoke]{n=512} mkl r1t2``: the case in a line (what was set, not every param)."""
-    swept = ",".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in sorted(record.swept.items()))
-    backend = record.backend.requested or "default"
-    return (f"{record.workload.name}[{record.size}]" + (f"{{{swept}}}" if swept else "")
-            + f" {backend} r{record.launch.ranks}t{record.launch.threads}")
+def record_label(record: Record) -> str:
+    """The record's case in a line, as a run's progress names it (:func:`harness.plan.case_label`)."""
+    return case_label(record.workload.name, record.size, record.swept, record.backend.requested,
+                      record.launch.ranks, record.launch.threads)
 
 
 def build_series(records: list[Record]) -> list[Series]:
@@ -105,7 +101,7 @@ def build_series(records: list[Record]) -> list[Series]:
         points.sort(key=lambda p: (p.created, order[id(p.records[0])]))
         first = points[0].records[0]
         out.append(Series(case_id=case_id, machine=machine, workload=first.workload.name,
-                          label=case_label(first), points=points))
+                          label=record_label(first), points=points))
     out.sort(key=lambda s: (s.workload, s.label, s.machine))
     return out
 

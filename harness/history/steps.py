@@ -80,27 +80,27 @@ def run_noise(points: list[Point]) -> float:
     return float(np.median(errors)) if errors else 0.0
 
 
-def segments(medians: list[float], weights: list[float] | None = None, method: str = "pelt",
-             noise: float = 0.0) -> list[tuple[int, int]]:
-    """[left, right) index ranges of a piecewise-constant fit of the run medians.
+def segments(runs: list[Point], method: str = "pelt") -> list[tuple[int, int]]:
+    """[left, right) index ranges of a piecewise-constant fit of the runs' medians.
 
     ``pelt`` (default): ruptures' PELT on the log medians (l2 cost, penalty 2 sigma^2 ln n). sigma is
-    the larger of ``noise`` (the within-run error of a median, :func:`run_noise`) and, from 6 runs
+    the larger of the within-run error of a median (:func:`run_noise`) and, from 6 runs
     on, the run-to-run noise read from the median absolute difference of successive runs (with fewer
     runs a step would dominate that estimate and hide itself). ``asv``: asv.step_detect's Potts fit.
     On the seeded series of benchmarks/change_points.py, behind the same interval, PELT finds more of
     the small steps (1.1x, 1.25x) than asv's fit, and neither reports a step on series without one
     (the benchmark prints the figures; tests/test_history.py holds them)."""
-    n = len(medians)
+    n = len(runs)
     if n < 2:
         return [(0, n)]
+    medians = [p.median for p in runs]
     if method == "asv":
         from asv.step_detect import detect_steps
-        return [(int(left), int(right)) for left, right, *_ in detect_steps(medians, weights)]
+        return [(int(left), int(right)) for left, right, *_ in detect_steps(medians, _weights(runs))]
     import ruptures
     y = np.log(np.asarray(medians, dtype=float))
     between = 1.4826 * float(np.median(np.abs(np.diff(y)))) / math.sqrt(2) if n >= 6 else 0.0
-    sigma = max(noise, between, 1e-3)
+    sigma = max(run_noise(runs), between, 1e-3)
     ends = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(y).predict(pen=2 * sigma ** 2 * math.log(n))
     return list(zip([0, *ends[:-1]], ends))
 
@@ -203,7 +203,7 @@ def find_steps(series: Series, threshold: float = 0.05, confidence: float = 0.95
     runs = [p for p in series.points if p.ok]
     if len(runs) < 2:
         return []
-    segs = segments([p.median for p in runs], _weights(runs), method, run_noise(runs))   # type: ignore[misc]
+    segs = segments(runs, method)
     steps, dropped = judge_boundaries(runs, [left for left, _ in segs[1:]], threshold, confidence)
     for st in steps + dropped:
         st.changed = changes([provenance(p.records[-1]) for p in st.before],

@@ -79,7 +79,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "control": record.control.role if record.control else "",
         "created": record.created,
         "run_id": record.run_id,
-        "commit": _commit(record),
+        "commit": record.commit,
         "samples": record.samples if "samples" in keep else None,
         "metrics": _metrics(record, keep),
         "ceilings": (record.workload.ceilings or None) if "ceilings" in keep else None,
@@ -89,13 +89,6 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         # JSON text {phase: slowest rank's seconds per repeat}, for the same reason as claims
         "phases": json.dumps({k: v.max_s for k, v in record.phases.items()}) if "phases" in keep else None,
     }
-
-
-def _commit(record: Record) -> str:
-    """The harness commit a record was made at (12 hex digits, "+" when the tree had changes), or ""."""
-    git = (record.software or {}).get("git") or {}
-    commit = git.get("commit") if isinstance(git, dict) else None
-    return f"{commit[:12]}{'+' if git.get('dirty') else ''}" if isinstance(commit, str) and commit else ""
 
 
 def _metrics(record: Record, keep: frozenset[str]) -> dict[str, Any] | None:

@@ -186,6 +186,13 @@ class Record:
         return bool((self.hardware.get("emulation") or {}).get("emulated"))
 
     @property
+    def commit(self) -> str:
+        """The harness commit the record was made at (12 hex digits, "+" when the tree had changes), or ""."""
+        git = (self.software or {}).get("git") or {}
+        commit = git.get("commit") if isinstance(git, dict) else None
+        return f"{commit[:12]}{'+' if git.get('dirty') else ''}" if isinstance(commit, str) and commit else ""
+
+    @property
     def machine(self) -> str:
         """The profile name when matched (with the microarchitecture when matched only by it or by
         family), else the CPU model, microarchitecture and host; never a made-up node name."""
