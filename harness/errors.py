@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterable
 
 
@@ -46,7 +47,20 @@ def raise_interrupted(signum: int, frame: object) -> None:
     stop it was."""
     global _pending_signal
     _pending_signal = signum
+    if sys.unraisablehook is not _quiet_lost_interrupt:
+        sys.unraisablehook = _quiet_lost_interrupt
     raise Interrupted(signum, from_signal=True)
+
+
+def _quiet_lost_interrupt(unraisable: "sys.UnraisableHookArgs") -> None:
+    """Python reports an exception it cannot raise (one from a weakref callback, such as the import
+    system's module-lock clean-up, or from a ``__del__``) as "Exception ignored in ..." with a
+    traceback. Our signal's exception landing there is not an error: the signal is remembered and
+    :func:`check_interrupted` ends the command with one line. Anything else is reported as usual."""
+    exc = unraisable.exc_value
+    if isinstance(exc, Interrupted) and exc.from_signal:
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def check_interrupted() -> None:
