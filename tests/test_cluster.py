@@ -223,7 +223,7 @@ def test_the_validation_recovers_a_shaped_links_latency_and_bandwidth(cluster, h
 def _msf_sweep(harness_cli, out: pathlib.Path) -> dict[int, dict]:
     r = harness_cli("submit", "--workload", "psgd_svm", "--size", "smoke", "--param", "msf=1,64", "--ranks", "2",
                     "--threads", "1", "--nodes", "2", "--repeats", "3", "--launcher-arg=--mpi=pmi2", "--time", "10",
-                    "--wait", "--out", str(out), env=MPI_ENV, timeout=600)
+                    "--until-decided", "--max-repeats", "12", "--budget", "4m", "--wait", "--out", str(out), env=MPI_ENV, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     return {rec["params"]["msf"]: rec for rec in read_jsonl(out / "results.jsonl")}
 
@@ -246,6 +246,7 @@ def test_psgd_svm_msf_claims_hold_with_a_real_network_cost(cluster, harness_cli,
           f"plain {speedups['plain']:.1f}x, shaped {speedups['shaped']:.1f}x")
     assert per_call_us >= 100
     assert one["metrics"]["comm_s"] / one["metrics"]["train_s"] > 0.8
-    # decided pass: the whole Fieller interval over 3 repeats a side clears each threshold
+    # decided pass: the whole Fieller interval clears each threshold (3 repeats a side, more in rounds
+    # while a claim is inconclusive: one repeat disturbed by other load on this VM can open the interval)
     judged = {c["metric"]: c["status"] for c in shaped[64]["claims"]}
     assert judged["comm_s"] == "pass" and judged["train_s"] == "pass", shaped[64]["claims"]
