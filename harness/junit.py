@@ -7,7 +7,9 @@ Mapping:
 * a run: one test case per claim and case: pass; ``failure`` for fail; ``skipped``, with the
   reason, for inconclusive, not evaluated or not applicable (neither a pass nor a fail: the
   interval did not decide). One test case per case that failed or timed out (``failure``, with
-  the tail of its output) and per case that was skipped (``skipped``, with why).
+  the tail of its output) and per case that was skipped (``skipped``, with why). A run stopped by a
+  signal still writes its file: the case the signal stopped is a ``failure``, those it kept from
+  running are ``skipped`` ("not run"), and the suite's ``stopped_by`` property names the signal.
 * controls, as a suite of their own: one test case per claim; it passes only when the claim was
   decided fail under its control. A control that did not make its claim fail (it passed, or
   stayed inconclusive) is a harness defect: ``failure``; a claim without a control is
@@ -110,8 +112,10 @@ def write(path: pathlib.Path, suites: Sequence[Suite]) -> None:
     write_atomic(path, to_xml(suites))
 
 
-def run_suite(name: str, finished: Sequence[tuple[Any, Any]], properties: dict[str, str] | None = None) -> Suite:
-    """The suite of a run from its (Case, Record) pairs: see the module's docstring."""
+def run_suite(name: str, finished: Sequence[tuple[Any, Any]], properties: dict[str, str] | None = None,
+              not_run: Sequence[tuple[Any, str]] = ()) -> Suite:
+    """The suite of a run from its (Case, Record) pairs: see the module's docstring. ``not_run``:
+    (Case, why) of cases a signal kept from running, each skipped with why."""
     suite = Suite(name=name, properties=dict(properties or {}),
                   seconds=sum(r.duration_s or 0.0 for _, r in finished))
     for case, record in finished:
@@ -136,6 +140,8 @@ def run_suite(name: str, finished: Sequence[tuple[Any, Any]], properties: dict[s
                 if measured:
                     tc.message += f"; measured {measured}" + (f" ({where})" if where else "")
             suite.cases.append(tc)
+    for case, why in not_run:
+        suite.cases.append(Case(case.workload, case.label, "skipped", "not run", why))
     return suite
 
 

@@ -62,6 +62,7 @@ class RunLoop:
         self.warn = warn or (lambda text: console.print(f"warning: {text}", markup=False))
         self.budget, self.until_decided = budget, until_decided
         self.finished: list[Finished] = []
+        self.stopped: Finished | None = None     # the case a signal stopped, with its record
 
     # what a subclass may change -----------------------------------------------------------------
 
@@ -102,7 +103,7 @@ class RunLoop:
                     record = self._measure_and_judge(case, prefix)
                 except CaseInterrupted as stop:
                     self.mark(case, stop.record)
-                    append_record(self.results_file, stop.record)
+                    self.stopped = Finished(case, stop.record, append_record(self.results_file, stop.record))
                     self._print(f"{escape(prefix)} [red]failed[/] {escape(stop.record.reason)}")
                     raise Interrupted(stop.signum, from_signal=True) from None
                 self.mark(case, record)

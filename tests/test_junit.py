@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pathlib
+import signal
+import time
 import xml.etree.ElementTree as ET
 from collections import Counter
 
@@ -95,3 +97,49 @@ def test_junit_target_is_checked_before_anything_runs(harness_cli, tmp_path) -> 
     r = harness_cli("controls", "--workload", "gauge", "--out", str(tmp_path / "c"),
                     "--junit", str(tmp_path / "no" / "such" / "j.xml"))
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_a_run_stopped_by_a_signal_still_writes_its_junit(harness_cli, tmp_path) -> None:
+    """A CI job killed at its time limit (SIGTERM) in its second case: the file says what ran (the
+    first case's claims), which case the signal stopped (failure) and which it kept from running
+    (skipped, "not run"), and names the signal; the records stay as they were written."""
+    xml = tmp_path / "run.xml"
+    pidfile = tmp_path / "pids"
+    proc = harness_cli.popen("run", "--workload", "probe,fault_orphans,fault_raise", "--param", "seconds=60",
+                             "--param", f"pidfile={pidfile}", "--repeats", "1", "--warmup", "0",
+                             "--out", str(tmp_path / "out"), "--junit", str(xml))
+    try:
+        end = time.monotonic() + 120
+        while not pathlib.Path(f"{pidfile}.0").exists():
+            assert proc.poll() is None and time.monotonic() < end, "the second case never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "JUnit XML of the 2 case(s) before the stop" in err
+    SCHEMA.validate(str(xml))
+    records = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert [r["workload"]["name"] for r in records] == ["probe", "fault_orphans"]
+    cases = _cases(xml)
+    probe_claims = [v["status"] for v in records[0]["claims"]]
+    assert len([c for c in cases if c[0] == "probe"]) == len(probe_claims) >= 1
+    assert [c[2] for c in cases if c[0] == "fault_orphans"] == ["failure"]
+    assert [c[2] for c in cases if c[0] == "fault_raise"] == ["skipped"]
+    root = ET.parse(xml).getroot()
+    not_run = next(tc for tc in root.iter("testcase") if tc.get("classname") == "fault_raise").find("skipped")
+    assert not_run.get("type") == "not run" and "stopped by SIGTERM" in not_run.get("message")
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["stopped_by"] == "SIGTERM" and props["machine"]
+
+
+def test_submit_hands_junit_to_the_job_as_an_absolute_path(harness_cli, tmp_path) -> None:
+    r = harness_cli("submit", "--workload", "probe", "--junit", "ci/junit.xml", "--dry-run", cwd=tmp_path)
+    assert r.returncode == 2 and "--junit ci/junit.xml: the folder ci does not exist" in r.stderr
+    (tmp_path / "ci").mkdir()
+    r = harness_cli("submit", "--workload", "probe", "--junit", "ci/junit.xml", "--dry-run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (command,) = [line for line in r.stdout.splitlines() if " -m harness run " in line]
+    assert f"--junit {tmp_path / 'ci' / 'junit.xml'}" in command

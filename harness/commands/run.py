@@ -17,7 +17,7 @@ from harness.claims import summarize_claims
 from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, warn,
                                      warn_problems, warn_unreadable)
 from harness.decide import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
-from harness.errors import UsageError
+from harness.errors import Interrupted, UsageError
 from harness.execute import Session, prepare_launch, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher
 from harness.launch.slurm import script_text_problem
@@ -28,7 +28,7 @@ from harness.plan import (LIMITS, Case, Overrides, expand, find_suite, parse_par
 from harness.registry import Registry
 from harness.report.closing import closing_table
 from harness.results.store import RESULTS_NAME, read_records, stored_form
-from harness.runloop import RunLoop
+from harness.runloop import Finished, RunLoop
 from harness.workload import SIZES
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,10 +42,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nodes", type=int, help="nodes per case for --launcher srun (default: Slurm's choice)")
     p.add_argument("--dry-run", action="store_true",
                    help="print each case and its exact launch command; run and write nothing")
-    p.add_argument("--junit", metavar="FILE",
-                   help="also write the run as JUnit XML for CI: one test case per claim and case (fail: "
-                        "failure; inconclusive or not applicable: skipped, with why) and per case that failed, "
-                        "timed out or was skipped")
     p.set_defaults(func=main)
 
 
@@ -72,6 +68,10 @@ def add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--oversubscribe", action="store_true",
                    help="run cases whose ranks x threads exceed this machine's usable CPUs (skipped "
                         "otherwise); they are marked in the record and their claims are not evaluated")
+    p.add_argument("--junit", metavar="FILE",
+                   help="also write the run as JUnit XML for CI: one test case per claim and case (fail: "
+                        "failure; inconclusive or not applicable: skipped, with why) and per case that failed, "
+                        "timed out or was skipped; written at the end, or when a signal stops the run")
     add_confidence_option(p)
     p.add_argument("--until-decided", action="store_true",
                    help="cases with inconclusive claims get more repeats, in rounds that double them, "
@@ -104,6 +104,8 @@ def case_argv(args: argparse.Namespace) -> list[str]:
         out += ["--until-decided", "--max-repeats", str(args.max_repeats)]
     if args.budget is not None:
         out += ["--budget", str(args.budget)]
+    if args.junit is not None:
+        out += ["--junit", str(pathlib.Path(args.junit).resolve())]
     return out
 
 
@@ -206,7 +208,20 @@ def main(args: argparse.Namespace) -> int:
                   f"(profile: {profile['name'] or 'unmatched'}) -> {results_file}")
 
     loop = RunLoop(session, results_file, console, budget, until_decided=args.until_decided, warn=warn)
-    finished = loop.run(todo)
+    try:
+        finished = loop.run(todo)
+    except Interrupted as stop:
+        if junit_file is not None:      # a CI job stopped at its time limit still says what ran
+            stopped = [*loop.finished, *([loop.stopped] if loop.stopped else [])]
+            not_run = todo[len(stopped):]
+            junit.write(junit_file, [junit.run_suite(f"harness run {run_id}", [(f.case, f.record) for f in stopped],
+                                                     {**_junit_properties(run_id, results_file, stopped),
+                                                      "stopped_by": stop.name},
+                                                     not_run=[(c, f"not run: the run was stopped by {stop.name}")
+                                                              for c in not_run])])
+            err_console.print(f"JUnit XML of the {len(stopped)} case(s) before the stop in {junit_file}",
+                              markup=False)
+        raise
     stored = {f.record.id: f.stored for f in finished}
     for problem in reg.notify_run_finished([stored.get(r.id) or stored_form(r)[0] for r in session.index.records],
                                            out):
@@ -221,8 +236,7 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"claims: {summarize_claims(verdicts)}")
     if junit_file is not None:
         junit.write(junit_file, [junit.run_suite(f"harness run {run_id}", [(f.case, f.record) for f in finished],
-                                                 {"run_id": run_id, "machine": finished[0].record.machine
-                                                  if finished else "", "results": str(results_file)})])
+                                                 _junit_properties(run_id, results_file, finished))])
         console.print(f"JUnit XML in {junit_file}", markup=False)
     if todo and counts["skipped"] == len(todo):
         reasons = sorted({f.record.reason for f in finished if f.record.status == "skipped"})
@@ -230,6 +244,11 @@ def main(args: argparse.Namespace) -> int:
               f"({'; '.join(reasons)[:300]})", file=sys.stderr)
         return 2
     return 1 if counts["failed"] or counts["timeout"] else 0
+
+
+def _junit_properties(run_id: str, results_file: pathlib.Path, finished: list[Finished]) -> dict[str, str]:
+    return {"run_id": run_id, "machine": finished[0].record.machine if finished else "",
+            "results": str(results_file)}
 
 
 def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher, oversubscribe: bool) -> int:

@@ -11,7 +11,7 @@ import datetime as _dt
 import pathlib
 import sys
 
-from harness import __version__
+from harness import __version__, junit
 from harness.commands.common import console, err_console, registry, warn_problems
 from harness.commands.run import add_case_options, case_argv, plan_cases
 from harness.errors import UsageError
@@ -45,6 +45,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--time {args.time!r}: use a Slurm time such as 30, 1:30:00 or 1-12:00:00")
     checks = [("--job-name", args.job_name, "name"), ("--partition", args.partition, "names"),
               ("--account", args.account, "names"), ("--out", str(pathlib.Path(args.out).resolve()), "path"),
+              *([("--junit", str(pathlib.Path(args.junit).resolve()), "path")] if args.junit else []),
               *(("--sbatch-arg", a, "text") for a in args.sbatch_arg),
               *(("--launcher-arg", a, "text") for a in args.launcher_arg)]
     for option, value, kind in checks:
@@ -55,6 +56,7 @@ def main(args: argparse.Namespace) -> int:
         if not a.startswith("-"):
             raise UsageError(f"--sbatch-arg {a!r}: give an sbatch option such as --exclusive "
                              "(write --sbatch-arg=--opt=value)")
+    junit.check_target(args.junit)      # written by the job: on a folder the compute nodes share
     reg = registry()
     warn_problems(reg.problems)
     cases = plan_cases(args, reg)
