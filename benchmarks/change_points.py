@@ -7,14 +7,16 @@ new run against a short archive, 2, 3 or 4) of 5 timing samples,
 log-normal noise within a run (2 or 5 %) and between runs (0.5 or 2 %), and no step (one series in
 five) or one step of 1.1, 1.25, 1.5 or 2x at a random run. Methods (harness.history.steps):
 
-* ``pelt+interval`` (what ``harness history`` does): ruptures' PELT on the log run medians, each
-  candidate kept only when the two-level bootstrap interval of its ratio excludes 1 and the ratio
-  reaches 5 %;
+* ``pelt+interval`` (what ``harness history`` does with one series): ruptures' PELT on the log
+  run medians, each candidate kept only when its max-t interval (family-wise over the series'
+  candidates) excludes 1 and the ratio reaches 5 %;
 * ``asv+interval``: asv.step_detect's Potts fit, behind the same interval;
 * ``pelt`` and ``asv``: the segmentations alone (any change of the fitted level is a step).
 
 Per method and step size: the share of true steps found within one run of where they are
 (recall), and false steps per series (on series with no step, and extra ones beside a true one).
+Then the gate: commands that read 20 series without a step, and the share of them that confirm any
+step, with each candidate judged at 95 % and at the family-wise level `harness history` uses.
 Seeded: the same figures every time.
 """
 from __future__ import annotations
@@ -25,7 +27,7 @@ import math
 import numpy as np
 
 from harness.history.series import Point
-from harness.history.steps import judge_boundaries, segments
+from harness.history.steps import family_confidence, judge_boundaries, segments
 
 RATIOS = (1.1, 1.25, 1.5, 2.0)
 METHODS = ("pelt+interval", "asv+interval", "pelt", "asv")
@@ -45,11 +47,11 @@ def seeded_series(rng: np.random.Generator, n_runs: int, ratio: float | None, wi
 
 def confirmed(points: list[Point], segs: list[tuple[int, int]], use_interval: bool) -> list[int]:
     """The first run after each step of a segmentation (behind the interval, as `harness history`
-    judges them, if asked)."""
+    judges them when it reads this one series: family-wise over its candidates, if asked)."""
     bounds = [left for left, _ in segs[1:]]
     if not use_interval:
         return bounds
-    steps, _ = judge_boundaries(points, bounds)
+    steps, _ = judge_boundaries(points, bounds, confidence=family_confidence(0.95, len(bounds)))
     return [points.index(st.after[0]) for st in steps]
 
 
@@ -74,6 +76,23 @@ def evaluate(n_series: int, seed: int, lengths: tuple[int, ...] = (8, 12, 20)) -
             for name, by in tallies.items()}
 
 
+def false_alarms(n_commands: int, seed: int, per_command: int = 20,
+                 threshold: float = 0.0) -> tuple[float, float]:
+    """The share of `harness history` commands over ``per_command`` seeded series without a step
+    that confirm any step: (each candidate at 95 %, candidates at the family-wise level the command
+    uses). Threshold 0 by default: the interval alone decides."""
+    rng = np.random.default_rng(seed)
+    nominal = family = 0
+    for _ in range(n_commands):
+        series = [seeded_series(rng, int(rng.choice((8, 12, 20))), None, within=float(rng.choice([0.02, 0.05])),
+                                between=float(rng.choice([0.005, 0.02])))[0] for _ in range(per_command)]
+        bounds = [[left for left, _ in segments(points)[1:]] for points in series]
+        level = family_confidence(0.95, sum(map(len, bounds)))
+        nominal += any(judge_boundaries(p, b, threshold, 0.95)[0] for p, b in zip(series, bounds))
+        family += any(judge_boundaries(p, b, threshold, level)[0] for p, b in zip(series, bounds))
+    return nominal / n_commands, family / n_commands
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=150)
@@ -86,6 +105,9 @@ def main() -> None:
             cells = "  ".join(f"{'no step' if r is None else f'{r}x'}: {rec:.2f} / {false:.2f}"
                               for r, (rec, false) in by.items())
             print(f"{name:15s} {cells}")
+    nominal, family = false_alarms(args.series // 2, args.seed)
+    print(f"{args.series // 2} commands over 20 series without a step (seed {args.seed}, threshold 0): share that "
+          f"confirm any step: each candidate at 95 % {nominal:.2f}, family-wise (what harness history does) {family:.2f}")
 
 
 if __name__ == "__main__":

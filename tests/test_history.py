@@ -27,19 +27,29 @@ import change_points  # noqa: E402
 
 def test_pelt_is_chosen_because_it_finds_steps_that_asv_misses_without_false_ones() -> None:
     """The choice of change-point method, held to its figures on seeded series with known steps
-    (benchmarks/change_points.py): behind the same interval, PELT finds 4 in 5 steps of 1.1x and all
-    but a few of the larger ones, with no step on series that have none and few beside true ones;
-    asv.step_detect finds fewer of the small ones."""
+    (benchmarks/change_points.py): behind the same interval, PELT finds most steps of 1.1x and all
+    larger ones, with false steps within the interval's 5 %; asv.step_detect finds fewer of the
+    small ones; PELT alone, without the interval, is fooled by noise."""
     figures = change_points.evaluate(100, seed=1)
     pelt, asv = figures["pelt+interval"], figures["asv+interval"]
-    assert pelt[None] == (0.0, 0.0)                          # no step where there is none
+    assert pelt[None][0] == 0 and pelt[None][1] <= 0.1, pelt      # 20 series without a step
     assert pelt[1.1][0] >= 0.8, pelt
     for ratio in (1.25, 1.5, 2.0):
         assert pelt[ratio][0] >= 0.95 and pelt[ratio][1] <= 0.1, (ratio, pelt)
     assert asv[1.1][0] < pelt[1.1][0] and asv[1.25][0] < pelt[1.25][0], figures
-    assert figures["pelt"][None][1] > 0                      # without the interval, PELT alone is fooled
+    assert figures["pelt"][None][1] > 0.15                   # without the interval, PELT alone is fooled
     short = change_points.evaluate(60, seed=1, lengths=(2, 3, 4))["pelt+interval"]
     assert short[None] == (0.0, 0.0), short                   # short histories: still no false alarm
+    assert short[2.0][0] > 0                                  # and a 2x step can still be confirmed
+
+
+def test_a_command_over_many_series_keeps_its_false_alarm_rate() -> None:
+    """The gate: of 40 commands each reading 20 seeded series without a step, those that confirm
+    any step (interval alone, threshold 0). Each candidate at 95 % gives most commands a false
+    alarm; at the family-wise level `harness history` uses, about 1 in 20 or fewer."""
+    nominal, family = change_points.false_alarms(40, seed=1)
+    assert nominal >= 0.2, nominal
+    assert family <= 0.1, family
 
 
 def test_one_run_a_side_confirms_nothing(template) -> None:
@@ -55,18 +65,20 @@ def test_one_run_a_side_confirms_nothing(template) -> None:
 
 def _roofline_runs(harness_cli, out: pathlib.Path, n: int, env: dict[str, str]) -> None:
     for _ in range(n):
-        r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--backend", "openblas", "--repeats", "10",
+        r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--backend", "openblas", "--threads", "1",
+                        "--repeats", "10",
                         "--param", "gemm_sizes=256", "--param", "triad_mib=1", "--out", str(out), env=env)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")
 def real_series(harness_cli, tmp_path_factory) -> tuple[pathlib.Path, pathlib.Path]:
-    """Four runs of roofline[smoke] (one 256 GEMM, a 1 MiB triad), then four with NUMBA_DISABLE_JIT=1
-    (a debugging switch left on: the triad runs as Python, about 40x slower here), each run a
-    separate `harness run`. The effect dwarfs this shared VM's drift between runs of one setting
-    (up to 1.7x within 20 s), so the test's threshold (3x) can sit between the two: a setting of
-    MKL_CBWR's size (1.6-3x) failed here when the VM drifted."""
+    """Four runs of roofline[smoke] (one 256 GEMM, a 1 MiB triad, one thread), then four with
+    NUMBA_DISABLE_JIT=1 (a debugging switch left on: the triad runs as Python, over 10x slower
+    here), each run a separate `harness run`. The effect dwarfs how runs of one setting differ on
+    this shared VM, so the test's threshold (3x) can sit between the two: a setting of MKL_CBWR's
+    size (1.6-3x) failed here when the VM drifted 1.7x, and with two threads OpenBLAS and numba's
+    pools made runs alternate between about 8 and 16-23 ms; one thread keeps them within a few %."""
     if "NUMBA_DISABLE_JIT" in os.environ:
         pytest.skip("NUMBA_DISABLE_JIT is set in this shell: the runs before the change need it unset")
     base = tmp_path_factory.mktemp("history")
@@ -83,10 +95,11 @@ def test_history_finds_the_one_step_and_names_the_setting_that_changed(harness_c
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr     # a slowdown in the newest runs: the CI gate
     (series,) = json.loads(r.stdout)
     assert len(series["points"]) == 8
+    print("run medians (ms):", [round(1e3 * p["median_s"], 2) for p in series["points"]])
     steps = [s for s in series["steps"] if s["kind"] != "unconfirmed"]
     assert len(steps) == 1, steps
     (step,) = steps
-    assert step["kind"] == "slowdown" and step["newest"] and step["interval"][0] > 3 and step["ratio"] >= 3
+    assert step["kind"] == "slowdown" and step["newest"] and step["interval"][0] > 1 and step["ratio"] >= 3, step
     run_ids = [p["run_id"] for p in series["points"]]
     assert run_ids.index(step["after_run"]) == 4                  # between run 4 and 5
     first = step["changed"][0]

@@ -13,7 +13,7 @@ from harness.commands.common import add_confidence_option, console, err_console,
 from harness.errors import UsageError
 from harness.history.plot import series_figure
 from harness.history.series import Series, as_json, build_series, select
-from harness.history.steps import METHODS, Step, find_steps
+from harness.history.steps import METHODS, Step, candidates, family_confidence, find_steps
 from harness.results.store import load_records
 
 
@@ -23,9 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Read every record of the given results files or folders (many runs, "
                                    "dates, commits), group them into one series per case and machine, "
                                    "oldest run first, and find the steps in each: a candidate from a "
-                                   "change-point fit of the run medians counts only when the bootstrap "
-                                   "interval of its ratio (runs and samples resampled) excludes 1 and the "
-                                   "ratio reaches --threshold. Each step is explained by what differs "
+                                   "change-point fit of the run medians counts only when the interval of "
+                                   "its ratio (from the runs' scatter, widened for the fit having chosen "
+                                   "its place: max-t) excludes 1 and the ratio reaches --threshold; the "
+                                   "intervals are family-wise (Bonferroni over all candidates of the "
+                                   "command), so the exit status fails on a false step with at most "
+                                   "1 - --confidence chance. Each step is explained by what differs "
                                    "in the records before and after it: library, package versions, "
                                    "numerics environment variables, governor/boost/SMT, MPI, placement, "
                                    "commit, hardware. Exit status 1 when a slowdown starts in the newest "
@@ -45,12 +48,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def _steps_json(steps: list[Step]) -> list[dict]:
-    return [{"kind": s.kind, "ratio": s.ratio, "newest": s.newest,
+def _steps_json(steps: list[Step], level: float) -> list[dict]:
+    return [{"kind": s.kind, "ratio": s.ratio, "newest": s.newest, "level": level,
              "interval": [s.low, s.high] if math.isfinite(s.low) and math.isfinite(s.high) else None,
              "before_run": s.before[-1].run_id, "after_run": s.after[0].run_id,
              "changed": [{"name": c.name, "before": c.before, "after": c.after, "consistent": c.consistent}
                          for c in s.changed]} for s in steps]
+
+
+def _level_text(confidence: float, level: float, n_candidates: int) -> str:
+    if n_candidates <= 1:
+        return f"{confidence:.0%} intervals"
+    return (f"{100 * level:.4g}% intervals: {n_candidates} candidates judged at once, so that any false step "
+            f"among them has at most a {1 - confidence:.0%} chance")
 
 
 def _run_table(series: Series, steps: list[Step]) -> object:
@@ -81,14 +91,17 @@ def main(args: argparse.Namespace) -> int:
     series = select(build_series(records), workloads, args.case)
     if not series:
         raise UsageError("no series matches --workload/--case (see `harness show` for what the records hold)")
-    found = {s.key: find_steps(s, args.threshold, args.confidence, args.method) for s in series}
+    bounds = {s.key: candidates(s, args.method) for s in series}
+    n_candidates = sum(len(b) for b in bounds.values())
+    level = family_confidence(args.confidence, n_candidates)     # the gate's false-alarm rate: 1 - confidence
+    found = {s.key: find_steps(s, args.threshold, level, args.method, bounds[s.key]) for s in series}
     if plot_dir is not None:
         plot_dir.mkdir(parents=True, exist_ok=True)
         written = [series_figure(s, found[s.key], plot_dir) for s in series if sum(p.ok for p in s.points) >= 2]
         err_console.print(f"{len(written)} plot(s) in {plot_dir}", markup=False)
     newest = [(s, st) for s in series for st in found[s.key] if st.kind == "slowdown" and st.newest]
     if args.json:
-        print(json.dumps([{**as_json(s), "steps": _steps_json(found[s.key])} for s in series], indent=1))
+        print(json.dumps([{**as_json(s), "steps": _steps_json(found[s.key], level)} for s in series], indent=1))
         return 1 if newest else 0
     summary = table(f"{len(series)} series from {len(records)} record(s)", "case", "machine", "runs", "newest median s",
                     "steps")
@@ -109,7 +122,7 @@ def main(args: argparse.Namespace) -> int:
     unconfirmed = sum(not st.confirmed for steps in found.values() for st in steps)
     console.print(f"steps: {confirmed} confirmed" + (f", {unconfirmed} candidate(s) the interval did not confirm"
                                                      if unconfirmed else "")
-                  + f" (threshold {args.threshold:.0%}, {args.confidence:.0%} intervals, method {args.method})")
+                  + f" (threshold {args.threshold:.0%}, method {args.method}; {_level_text(args.confidence, level, n_candidates)})")
     for s, st in newest:
         err_console.print(f"slowdown in the newest runs: {st.describe(s)}", markup=False)
     return 1 if newest else 0

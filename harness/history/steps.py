@@ -3,16 +3,27 @@
 Candidates come from a penalised piecewise-constant fit of the per-run medians: ruptures' PELT
 by default, asv's ``step_detect`` on request (:func:`segments` says why PELT:
 ``benchmarks/change_points.py`` compares them on seeded series with known steps and
-``tests/test_history.py`` holds the choice to its figures). A candidate becomes a
-step only when its interval says so: the ratio of the medians after / before, bootstrapped from
-each run's samples (the noise within runs) with a run-to-run term read from how the runs scatter
-around their segments' levels, so that run-to-run variation widens the interval as it should, and a
-history with one run per segment (nothing to read it from) confirms nothing. A step is a slowdown when the whole interval lies
-above 1 and the ratio reaches ``1 + threshold``; a speed-up likewise below; anything else is
-reported as a candidate that the interval could not confirm, never as a step.
+``tests/test_history.py`` holds the choice to its figures). A candidate becomes a step only when
+its interval says so: the ratio of the runs' (geometric) mean medians after / before, with an
+interval from how the runs of its two segments scatter (so run-to-run variation widens it, and a
+boundary with one run a side, where nothing measures that variation, confirms nothing). Two
+things make that interval honest where a textbook one is not:
+
+* the fit put the boundary where the runs differ most, so its difference is the largest of many:
+  the interval's width comes from the largest t statistic over every place of its window in
+  runs without a step (:func:`scan_critical`, a max-t interval), not from one fixed place;
+* one command judges every candidate of every series it reads, and its exit status is a CI gate
+  that fails on any confirmed slowdown: the level is family-wise (:func:`family_confidence`,
+  Bonferroni over the candidates), so the chance that a command confirms any false step stays
+  at most ``1 - confidence`` however many series it reads.
+
+A step is a slowdown when the whole interval lies above 1 and the ratio reaches
+``1 + threshold``; a speed-up likewise below; anything else is reported as a candidate that the
+interval could not confirm, never as a step.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -21,7 +32,42 @@ import numpy as np
 from harness.history.provenance import Change, changes, provenance
 from harness.history.series import Point, Series
 
-BOOTSTRAP = 2000
+SCAN_SIMULATIONS = 20_000     # at 95 %; more at family-wise levels, up to MAX_SCAN_VALUES numbers
+MAX_SCAN_VALUES = 20_000_000
+
+
+def family_confidence(confidence: float, candidates: int) -> float:
+    """The level each of ``candidates`` candidates is judged at so that the chance of any false
+    step among them is at most ``1 - confidence`` (Bonferroni: conservative where candidates are
+    correlated, and exact enough for a gate)."""
+    return 1 - (1 - confidence) / max(1, candidates)
+
+
+def _max_t(y: np.ndarray) -> np.ndarray:
+    """Per row of ``y`` (runs without a step), the largest |t| of a two-segment split over every
+    place: difference of the segments' means over its standard error from the pooled residuals."""
+    n = y.shape[1]
+    k = np.arange(1, n)
+    csum, csq = np.cumsum(y, axis=1), np.cumsum(y * y, axis=1)
+    left, right = csum[:, :-1] / k, (csum[:, -1:] - csum[:, :-1]) / (n - k)
+    ss = csq[:, -1:] - k * left ** 2 - (n - k) * right ** 2
+    se = np.sqrt(np.maximum(ss, 1e-300) / (n - 2) * (1 / k + 1 / (n - k)))
+    return (np.abs(left - right) / se).max(axis=1)
+
+
+@functools.lru_cache(maxsize=512)
+def scan_critical(n_runs: int, confidence: float) -> float:
+    """The ``confidence`` quantile of the largest |t| over the ``n_runs - 1`` places a boundary can
+    take in a window of ``n_runs`` runs without a step (independent normal log medians; seeded
+    simulation, cached). A boundary the fit chose is judged against it: on seeded series without a
+    step, a fixed-place interval (the t or bootstrap interval of one split) confirmed false steps
+    well beyond its level. Needs ``n_runs >= 3`` (one residual degree of freedom)."""
+    tail = 1 - confidence
+    sims = int(min(max(SCAN_SIMULATIONS, math.ceil(50 / tail)), max(SCAN_SIMULATIONS, MAX_SCAN_VALUES // n_runs)))
+    rng = np.random.default_rng(12345)
+    chunk = max(1, 2_000_000 // n_runs)
+    peaks = np.concatenate([_max_t(rng.standard_normal((min(chunk, sims - i), n_runs))) for i in range(0, sims, chunk)])
+    return float(np.quantile(peaks, confidence))
 
 
 @dataclass
@@ -46,8 +92,8 @@ class Step:
         (runs numbered as in the series' table, failed ones included)."""
         i, j = series.points.index(self.before[-1]) + 1, series.points.index(self.after[0]) + 1
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
-            what = (f"changed {self.ratio:.3g}x (unconfirmed: no interval; too few samples, or one run a "
-                    "segment, so run-to-run variation is unknown)")
+            what = (f"changed {self.ratio:.3g}x (unconfirmed: no interval; one run on each side, so "
+                    "run-to-run variation is unknown)")
         elif self.kind == "speed-up":     # said as a speed-up factor, its interval turned round with it
             what = f"sped up {1 / self.ratio:.3g}x [{1 / self.high:.3g}, {1 / self.low:.3g}]"
         else:
@@ -105,54 +151,22 @@ def segments(runs: list[Point], method: str = "pelt") -> list[tuple[int, int]]:
     return list(zip([0, *ends[:-1]], ends))
 
 
-def _draw(points: list[Point], rng: np.random.Generator, n: int, between: float) -> np.ndarray:
-    """``n`` bootstrap medians of a segment: each run's samples resampled within it and pooled (the
-    noise within runs), times a log-normal factor of sd ``between / sqrt(runs)`` (the run-to-run
-    noise of the segment's level)."""
-    runs = [np.asarray(p.samples, dtype=float) for p in points]
-    k = len(runs)
-    if len({len(r) for r in runs}) == 1:          # the usual case, vectorised: n x k runs x m samples
-        m = len(runs[0])
-        picks = rng.integers(0, m, (n, k, m))
-        medians = np.median(np.stack(runs)[np.arange(k)[None, :, None], picks].reshape(n, k * m), axis=1)
-    else:
-        medians = np.array([np.median(np.concatenate([r[rng.integers(0, len(r), len(r))] for r in runs]))
-                            for _ in range(n)])
-    return medians * np.exp(rng.normal(0.0, between / math.sqrt(k), n))
-
-
-def between_runs(runs: list[Point], edges: list[int]) -> float | None:
-    """The run-to-run noise (sd of a run's log median beyond what its own samples explain), from the
-    spread of the runs around their segment's level: the pooled variance of the log medians within
-    segments less the mean within-run variance of a median (method of moments, at least 0). None
-    when no segment has two runs: then nothing tells a step from run-to-run variation."""
-    y = [math.log(p.median) for p in runs]       # type: ignore[arg-type]
-    dof = len(runs) - (len(edges) - 1)
-    if dof < 1:
-        return None
-    ss = sum(float(np.sum((np.asarray(y[a:b]) - np.mean(y[a:b])) ** 2)) for a, b in zip(edges, edges[1:]))
-    within = [1.2533 ** 2 * float(np.var(np.log(p.samples), ddof=1)) / len(p.samples)
-              for p in runs if len(p.samples) >= 2]
-    return math.sqrt(max(0.0, ss / dof - (float(np.mean(within)) if within else 0.0)))
-
-
-MIN_SAMPLES = 3    # per side: with fewer, a bootstrap has no spread to show and decides nothing
-
-
-def step_interval(before: list[Point], after: list[Point], confidence: float = 0.95, between: float | None = 0.0,
-                  seed: int = 0) -> tuple[float, float, float]:
-    """The ratio of pooled medians after / before and its bootstrap percentile interval, with the
-    run-to-run noise ``between`` (see :func:`between_runs`); (ratio, nan, nan) when that noise is
-    unknown or a side has fewer than MIN_SAMPLES samples: no interval, so never a step."""
-    rng = np.random.default_rng(seed)
-    est = float(np.median(np.concatenate([p.samples for p in after]))
-                / np.median(np.concatenate([p.samples for p in before])))
-    if between is None or min(sum(len(p.samples) for p in side) for side in (before, after)) < MIN_SAMPLES:
-        return est, math.nan, math.nan
-    ratios = _draw(after, rng, BOOTSTRAP, between) / _draw(before, rng, BOOTSTRAP, between)
-    alpha = 1 - confidence
-    lo, hi = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
-    return est, float(lo), float(hi)
+def step_interval(before: list[Point], after: list[Point], confidence: float = 0.95) -> tuple[float, float, float]:
+    """The ratio of the runs' geometric mean medians after / before and its max-t interval: the
+    difference of mean log medians, plus or minus :func:`scan_critical` for the window's runs
+    times its standard error (the two segments' pooled scatter, never below the runs' own
+    within-run error). (ratio, nan, nan) with one run a side: nothing measures run-to-run
+    variation, so no interval and never a step."""
+    y1 = np.log([p.median for p in before])
+    y2 = np.log([p.median for p in after])
+    d = float(np.mean(y2) - np.mean(y1))
+    n = len(y1) + len(y2)
+    if n < 3:
+        return math.exp(d), math.nan, math.nan
+    s2 = (float(np.sum((y1 - y1.mean()) ** 2)) + float(np.sum((y2 - y2.mean()) ** 2))) / (n - 2)
+    s2 = max(s2, run_noise(before + after) ** 2)   # known from many samples even when few runs are
+    half = scan_critical(n, confidence) * math.sqrt(s2 * (1 / len(y1) + 1 / len(y2)))
+    return math.exp(d), math.exp(d - half), math.exp(d + half)
 
 
 def classify(ratio: float, low: float, high: float, threshold: float) -> str:
@@ -180,10 +194,9 @@ def judge_boundaries(runs: list[Point], bounds: list[int], threshold: float = 0.
     dropped: list[Step] = []
     while True:
         edges = [0, *bounds, len(runs)]
-        between = between_runs(runs, edges)
         steps = []
         for a, b, c in zip(edges, edges[1:], edges[2:]):
-            ratio, low, high = step_interval(runs[a:b], runs[b:c], confidence, between)
+            ratio, low, high = step_interval(runs[a:b], runs[b:c], confidence)
             steps.append(Step(before=runs[a:b], after=runs[b:c], ratio=ratio, low=low, high=high,
                               kind=classify(ratio, low, high, threshold), newest=c == len(runs)))
         weak = [i for i, st in enumerate(steps) if not st.confirmed]
@@ -196,15 +209,24 @@ def judge_boundaries(runs: list[Point], bounds: list[int], threshold: float = 0.
         bounds = bounds[:drop] + bounds[drop + 1:]
 
 
+def candidates(series: Series, method: str = "pelt") -> list[int]:
+    """The candidate boundaries of ``series``: the index, among its ok runs, of the first run after
+    each step of the change-point fit."""
+    runs = [p for p in series.points if p.ok]
+    return [left for left, _ in segments(runs, method)[1:]] if len(runs) >= 2 else []
+
+
 def find_steps(series: Series, threshold: float = 0.05, confidence: float = 0.95,
-               method: str = "pelt") -> list[Step]:
+               method: str = "pelt", bounds: list[int] | None = None) -> list[Step]:
     """The steps of ``series`` (its ok runs) and, after them, the candidates their interval did not
-    confirm; each explained by what its records say changed between the run before and after it."""
+    confirm; each explained by what its records say changed between the run before and after it.
+    ``confidence`` is the level of each candidate's interval (:func:`family_confidence` makes it
+    family-wise); ``bounds``: :func:`candidates`, if already found."""
     runs = [p for p in series.points if p.ok]
     if len(runs) < 2:
         return []
-    segs = segments(runs, method)
-    steps, dropped = judge_boundaries(runs, [left for left, _ in segs[1:]], threshold, confidence)
+    steps, dropped = judge_boundaries(runs, candidates(series, method) if bounds is None else bounds,
+                                      threshold, confidence)
     for st in steps + dropped:
         st.changed = changes([provenance(p.records[-1]) for p in st.before],
                              [provenance(p.records[0]) for p in st.after])
