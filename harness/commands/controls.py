@@ -84,8 +84,8 @@ CONTROL_MAX_REPEATS = 12
 def main(args: argparse.Namespace) -> int:
     check_protocol_options(args)
     budget = decision_budget(args)
-    args.junit_file = junit.check_target(args.junit)
-    args.started = time.monotonic()
+    junit_file = junit.check_target(args.junit)
+    started = time.monotonic()
     reg = registry()
     warn_problems(reg.problems)
     names = sorted(reg.workloads) if not args.workload else [n.strip() for n in args.workload.split(",") if n.strip()]
@@ -105,7 +105,13 @@ def main(args: argparse.Namespace) -> int:
                   f"-> {out / RESULTS_NAME}")
     loop = ControlLoop(session, out / RESULTS_NAME, console, budget, plans, todo)
     loop.run([case for case, _ in todo])
-    return _conclude(args, plans, loop.outcomes, undeclared, run_id)
+    results = [loop.outcomes[j] for j in range(len(plans)) if j in loop.outcomes] + undeclared
+    status = _conclude(args, results, len(plans), undeclared)
+    if junit_file is not None:
+        junit.write(junit_file, [junit.controls_suite(f"harness controls {run_id}", results, args.strict,
+                                                      time.monotonic() - started)])
+        console.print(f"JUnit XML in {junit_file}", markup=False)
+    return status
 
 
 class ControlLoop(RunLoop):
@@ -148,9 +154,9 @@ class ControlLoop(RunLoop):
         return self.roles[case.case_id].role == "control" and record.ok and bool(record.claims)
 
 
-def _conclude(args: argparse.Namespace, plans, outcomes: dict[int, ControlOutcome], undeclared, run_id: str) -> int:
+def _conclude(args: argparse.Namespace, results: list[ControlOutcome], n_plans: int,
+              undeclared: list[ControlOutcome]) -> int:
     """The table of claims under their controls, and the exit status."""
-    results = [outcomes[j] for j in range(len(plans)) if j in outcomes] + undeclared
     outcomes_table = table("claims under their controls", "workload", "claim", "control", "verdict",
                            "measured", "result")
     for o in results:
@@ -159,14 +165,10 @@ def _conclude(args: argparse.Namespace, plans, outcomes: dict[int, ControlOutcom
     caught = sum(o.caught for o in results)
     undecided = sum(o.inconclusive for o in results)
     bad = [o for o in results if not o.caught and (o.verdict is not None or o.problem != "no control declared")]
-    console.print(f"controls: {caught} of {len(plans)} claim(s) decided fail under their control"
+    console.print(f"controls: {caught} of {n_plans} claim(s) decided fail under their control"
                   + (f"; {undecided} inconclusive" if undecided else "")
                   + (f"; {len(undeclared)} claim(s) declare no control" if undeclared else "")
                   + f" ({level_text(args.confidence)} intervals)")
     for o in bad:
         err_console.print(f"not shown to fail: {o.workload}: {o.claim}", markup=False)
-    if args.junit_file is not None:
-        junit.write(args.junit_file, [junit.controls_suite(f"harness controls {run_id}", results, args.strict,
-                                                                    time.monotonic() - args.started)])
-        console.print(f"JUnit XML in {args.junit_file}", markup=False)
     return 1 if bad or (args.strict and undeclared) else 0
