@@ -43,6 +43,20 @@ def test_pelt_is_chosen_because_it_finds_steps_that_asv_misses_without_false_one
     assert short[2.0][0] > 0                                  # and a 2x step can still be confirmed
 
 
+def test_the_c_fit_finds_the_same_boundaries_as_rupturess_pelt() -> None:
+    """`pelt_l2` (ruptures' KernelCPD with the linear kernel, in C) stands in for
+    ruptures.Pelt(model="l2"): same boundaries on seeded series of 2-60 runs with and without steps."""
+    import ruptures
+
+    from harness.history.steps import pelt_l2
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(2, 61))
+        y = rng.normal(0, 0.03, n) + (np.arange(n) >= rng.integers(1, n + 1)) * float(rng.choice([0.0, 0.05, 0.3]))
+        penalty = 2 * 0.03 ** 2 * math.log(n)
+        assert pelt_l2(y, penalty) == ruptures.Pelt(model="l2", min_size=1, jump=1).fit(y).predict(pen=penalty), y
+
+
 def test_a_command_over_many_series_keeps_its_false_alarm_rate() -> None:
     """The gate: of 40 commands each reading 20 seeded series without a step, those that confirm
     any step (interval alone, threshold 0). Each candidate at 95 % gives most commands a false

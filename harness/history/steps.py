@@ -143,12 +143,21 @@ def segments(runs: list[Point], method: str = "pelt") -> list[tuple[int, int]]:
     if method == "asv":
         from asv.step_detect import detect_steps
         return [(int(left), int(right)) for left, right, *_ in detect_steps(medians, _weights(runs))]
-    import ruptures
     y = np.log(np.asarray(medians, dtype=float))
     between = 1.4826 * float(np.median(np.abs(np.diff(y)))) / math.sqrt(2) if n >= 6 else 0.0
     sigma = max(run_noise(runs), between, 1e-3)
-    ends = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(y).predict(pen=2 * sigma ** 2 * math.log(n))
+    ends = [int(e) for e in pelt_l2(y, 2 * sigma ** 2 * math.log(n))]
     return list(zip([0, *ends[:-1]], ends))
+
+
+def pelt_l2(y: np.ndarray, penalty: float) -> list[int]:
+    """PELT with the l2 cost (the ends of the segments, the last one ``len(y)``), through ruptures'
+    C implementation: KernelCPD with the linear kernel is that same cost (the same boundaries as
+    ``ruptures.Pelt(model="l2")``, which tests/test_history.py checks), in C: ruptures' Python PELT
+    grows as the square of the runs and made a year of nightly history take seconds per series
+    (benchmarks/change_points.py measures both)."""
+    import ruptures
+    return ruptures.KernelCPD(kernel="linear", min_size=1, jump=1).fit(np.asarray(y, dtype=float)).predict(pen=penalty)
 
 
 def step_interval(before: list[Point], after: list[Point], confidence: float = 0.95) -> tuple[float, float, float]:
