@@ -228,7 +228,8 @@ def _git(repo: pathlib.Path, *args: str) -> str:
 def test_export_asv_then_asv_publish_draws_the_same_series(harness_cli, real_series, tmp_path) -> None:
     """The eight real runs, each given a commit of a scratch repository (the runs themselves were all
     made at this checkout's commit, and asv places results by commit), exported and published by
-    the asv in the venv: its graph holds the same medians, in the same order, as `harness history`."""
+    the asv in the venv: its graph holds the same medians, in the same order, as `harness history`,
+    and the claim's track graph the measured values."""
     asv = pathlib.Path(sys.executable).parent / "asv"
     if not asv.exists() or shutil.which("git") is None:
         pytest.skip("asv or git missing")
@@ -246,6 +247,8 @@ def test_export_asv_then_asv_publish_draws_the_same_series(harness_cli, real_ser
         _git(repo, "commit", "-q", "-m", f"c{i}", "--date", f"2026-01-{i + 1:02d}T00:00:00")
         commits.append(_git(repo, "rev-parse", "HEAD"))
         rec["software"]["git"] = {"commit": commits[-1], "dirty": False}
+        for v in rec["claims"]:      # the GEMM's error is 0.0 in every run here: distinct values show the order
+            v["measured"] = (i + 1) * 1e-13
     data = tmp_path / "records"
     data.mkdir()
     (data / "results.jsonl").write_text("".join(json.dumps(rec) + "\n" for rec in records))
@@ -265,6 +268,13 @@ def test_export_asv_then_asv_publish_draws_the_same_series(harness_cli, real_ser
     hist = harness_cli("history", str(data), "--json")
     medians = [p["median_s"] for p in json.loads(hist.stdout)[0]["points"]]
     assert published == pytest.approx(medians, rel=1e-9)
+    # each claim the records judged is a track benchmark beside it: its measured value, run by run
+    claim = "harness_claims.roofline.gemm_max_rel_error_le_1e_10"
+    assert index["benchmarks"][claim]["type"] == "track"
+    (track,) = [g for g in (repo / "html" / "graphs").rglob(f"{claim}.json") if "branch-main" in g.parts]
+    measured = [next(v["measured"] for v in rec["claims"] if v["metric"] == "gemm_max_rel_error") for rec in records]
+    assert [v[0] for _, v in json.loads(track.read_text())] == pytest.approx(measured, rel=1e-9)
+    assert measured == sorted(set(measured))
 
     # every run kept its commit, so a record whose commit the repository lacks is left out, with why
     records[0]["software"]["git"]["commit"] = "f" * 40

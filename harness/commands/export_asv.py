@@ -15,8 +15,9 @@ from harness.results.store import load_records
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export-asv", help="write asv result files from existing records (then `asv publish`)",
                        description="Turn the records of the given results files or folders into asv "
-                                   "results (one benchmark per workload with a 'case' parameter, one asv "
-                                   "machine per harness machine, one result file per machine and commit), "
+                                   "results (one timing benchmark per workload and one track benchmark per "
+                                   "claim, each with a 'case' parameter; one asv machine per harness "
+                                   "machine, one result file per machine and commit), "
                                    "so that `asv publish` shows the history that was really run, with "
                                    "nothing rerun. Records are placed by their harness commit, which must "
                                    "be in the repository of the asv configuration.")

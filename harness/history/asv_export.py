@@ -5,7 +5,10 @@ Layout (asv 0.6, results api_version 2): one benchmark per workload, ``harness_r
 of type time, with one parameter ``case`` whose values are the case labels (size, the params that
 were set, backend, ranks and threads); one asv machine per harness machine (``machine.json``); one
 result file per machine and commit, holding every case's timing samples (runs at the same commit
-are pooled, as ``asv run --append-samples`` does). asv places results by commit, so a record whose
+are pooled, as ``asv run --append-samples`` does). Each claim the records judged becomes a track
+benchmark too, ``harness_claims.<workload>.<claim>`` (parameter ``case``, the measured value: the
+median of the runs at one commit), so asv draws a paper's figure (a Dice score, a speed-up) over
+the commits beside the timings. asv places results by commit, so a record whose
 commit is missing, or not in the repository ``asv publish`` reads, cannot be placed and is counted
 as left out. ``benchmarks.json`` keeps asv's own benchmarks and gains these; ``asv run`` rewrites it
 from the benchmark folder, so export again after an ``asv run``.
@@ -15,8 +18,10 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import pathlib
 import re
+import statistics
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +31,8 @@ from harness.results.record import Record
 
 ENV_NAME = "hpml-harness-records"
 PREFIX = "harness_records"
+CLAIMS_PREFIX = "harness_claims"
+_COMPARISON_WORDS = {">=": " ge ", "<=": " le ", "==": " eq ", ">": " gt ", "<": " lt "}
 
 
 @dataclass
@@ -45,6 +52,16 @@ def machine_slug(machine: str) -> str:
 
 def benchmark_name(workload: str) -> str:
     return f"{PREFIX}.{re.sub(r'[^A-Za-z0-9_]', '_', workload)}"
+
+
+def claim_benchmark_name(workload: str, claim: str) -> str:
+    """``harness_claims.<workload>.<claim>``, the claim's text in identifier characters (its
+    comparison as ge/le/gt/lt/eq, so that ``dice >= 0.8`` and ``dice <= 0.8`` stay apart)."""
+    text = claim
+    for sign, word in _COMPARISON_WORDS.items():
+        text = text.replace(sign, word)
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:100] or "claim"
+    return f"{CLAIMS_PREFIX}.{re.sub(r'[^A-Za-z0-9_]', '_', workload)}.{slug}"
 
 
 def _version(name: str) -> str:
@@ -83,9 +100,10 @@ def export(series: list[Series], results_dir: pathlib.Path, repo: pathlib.Path) 
     from asv.runner import BenchmarkResult
 
     done = Export(results_dir=results_dir)
-    placed: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = {}   # slug -> commit -> workload -> case -> samples
+    placed: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = {}   # slug -> commit -> benchmark -> case -> values
     infos: dict[str, dict[str, Any]] = {}
-    cases: dict[str, set[str]] = {}
+    cases: dict[str, set[str]] = {}          # benchmark -> case labels
+    benchmarks: dict[str, dict[str, Any]] = {}
     commits = {c for s in series for p in s.points for r in p.records if (c := _full_commit(r))}
     dates = _commit_dates(repo, commits)
     for s in series:
@@ -101,34 +119,53 @@ def export(series: list[Series], results_dir: pathlib.Path, repo: pathlib.Path) 
                     continue
                 if slug not in infos:
                     infos[slug] = _machine_info(r, slug)
-                cases.setdefault(s.workload, set()).add(s.label)
-                (placed.setdefault(slug, {}).setdefault(commit, {}).setdefault(s.workload, {})
-                 .setdefault(s.label, []).extend(float(x) for x in r.samples))
-    benchmarks = {w: {"name": benchmark_name(w), "params": [[repr(c) for c in sorted(labels)]],
-                      "param_names": ["case"], "type": "time", "unit": "seconds", "version": _version(w),
-                      "code": f"# records of the hpml-harness workload {w!r}, exported by `harness export-asv`",
-                      "timeout": 0, "number": 1, "repeat": 0, "min_run_count": 1, "rounds": 1,
-                      "sample_time": 0.01, "warmup_time": -1}
-                  for w, labels in cases.items()}
+                by_bench = placed.setdefault(slug, {}).setdefault(commit, {})
+                timing = benchmark_name(s.workload)
+                benchmarks.setdefault(timing, _benchmark(timing, "time", "seconds", f"timings of the hpml-harness "
+                                                                                   f"workload {s.workload!r}"))
+                cases.setdefault(timing, set()).add(s.label)
+                by_bench.setdefault(timing, {}).setdefault(s.label, []).extend(float(x) for x in r.samples)
+                for v in r.claims:
+                    if v.measured is None or not math.isfinite(v.measured):
+                        continue
+                    name = claim_benchmark_name(s.workload, v.text)
+                    benchmarks.setdefault(name, _benchmark(name, "track", "unit", f"the hpml-harness claim "
+                                                                                   f"{s.workload}: {v.text}"))
+                    cases.setdefault(name, set()).add(s.label)
+                    by_bench.setdefault(name, {}).setdefault(s.label, []).append(float(v.measured))
+    for name, bench in benchmarks.items():
+        bench["params"] = [[repr(c) for c in sorted(cases[name])]]
     for slug, by_commit in placed.items():
         (results_dir / slug).mkdir(parents=True, exist_ok=True)
         util.write_json(str(results_dir / slug / "machine.json"), infos[slug], api_version=1)
-        for commit, by_workload in by_commit.items():
+        for commit, by_bench in by_commit.items():
             res = Results({**{k: v for k, v in infos[slug].items() if k != "version"}, "python": ENV_NAME},
                           {}, commit, dates[commit], ENV_NAME, ENV_NAME, {})
-            for workload, by_case in by_workload.items():
-                bench = benchmarks[workload]
-                labels = sorted(cases[workload])
-                samples = [by_case.get(label) for label in labels]
-                res.add_result(bench, BenchmarkResult(
-                    result=[float("nan") if v is None else 0.0 for v in samples], samples=samples,
-                    number=[None if v is None else 1 for v in samples], errcode=0, stderr="", profile=None),
-                    started_at=_dt.datetime.now(_dt.timezone.utc), record_samples=True)
+            for name, by_case in by_bench.items():
+                bench = benchmarks[name]
+                values = [by_case.get(label) for label in sorted(cases[name])]
+                if bench["type"] == "time":      # asv takes the samples' median as the result
+                    result = BenchmarkResult(result=[math.nan if v is None else 0.0 for v in values], samples=values,
+                                             number=[None if v is None else 1 for v in values], errcode=0,
+                                             stderr="", profile=None)
+                else:                            # a track: one value, the median of the runs at this commit
+                    result = BenchmarkResult(result=[math.nan if v is None else statistics.median(v) for v in values],
+                                             samples=[None] * len(values), number=[None] * len(values), errcode=0,
+                                             stderr="", profile=None)
+                res.add_result(bench, result, started_at=_dt.datetime.now(_dt.timezone.utc), record_samples=True)
             res.save(str(results_dir))
             done.files.append(results_dir / slug / f"{commit[:8]}-{ENV_NAME}.json")
     _merge_benchmarks(results_dir, list(benchmarks.values()))
     done.benchmarks = sorted(b["name"] for b in benchmarks.values())
     return done
+
+
+def _benchmark(name: str, kind: str, unit: str, what: str) -> dict[str, Any]:
+    """asv's description of one exported benchmark (its params are filled in once all are known)."""
+    return {"name": name, "params": [], "param_names": ["case"], "type": kind, "unit": unit,
+            "version": _version(name), "code": f"# {what}, exported by `harness export-asv`",
+            "timeout": 0, "number": 1, "repeat": 0, "min_run_count": 1, "rounds": 1,
+            "sample_time": 0.01, "warmup_time": -1}
 
 
 def _merge_benchmarks(results_dir: pathlib.Path, ours: list[dict[str, Any]]) -> None:

@@ -34,6 +34,7 @@ from harness.history.series import Point, Series
 
 SCAN_SIMULATIONS = 20_000     # at 95 %; more at family-wise levels, up to MAX_SCAN_VALUES numbers
 MAX_SCAN_VALUES = 20_000_000
+MIN_SCAN_SIMULATIONS = 2_000
 
 
 def family_confidence(confidence: float, candidates: int) -> float:
@@ -63,7 +64,9 @@ def scan_critical(n_runs: int, confidence: float) -> float:
     step, a fixed-place interval (the t or bootstrap interval of one split) confirmed false steps
     well beyond its level. Needs ``n_runs >= 3`` (one residual degree of freedom)."""
     tail = 1 - confidence
-    sims = int(min(max(SCAN_SIMULATIONS, math.ceil(50 / tail)), max(SCAN_SIMULATIONS, MAX_SCAN_VALUES // n_runs)))
+    # about 50 beyond the quantile; within MAX_SCAN_VALUES normal draws (a window of thousands of
+    # runs gets fewer simulations, never under MIN_SCAN_SIMULATIONS)
+    sims = int(max(MIN_SCAN_SIMULATIONS, min(max(SCAN_SIMULATIONS, math.ceil(50 / tail)), MAX_SCAN_VALUES // n_runs)))
     rng = np.random.default_rng(12345)
     chunk = max(1, 2_000_000 // n_runs)
     peaks = np.concatenate([_max_t(rng.standard_normal((min(chunk, sims - i), n_runs))) for i in range(0, sims, chunk)])
