@@ -75,6 +75,15 @@ def test_one_run_a_side_confirms_nothing(template) -> None:
     assert "run-to-run variation is unknown" in step.describe(series)
 
 
+def test_two_runs_against_one_say_so_instead_of_an_absurd_interval(template) -> None:
+    """Three runs, the third 1.2x slower: one residual degree of freedom leaves run-to-run variation
+    almost unknown, so the candidate is unconfirmed and its text says why, not just a huge interval."""
+    (series,) = build_series(_seeded_records(template, 3, 0, step_at=2, factor=1.2))
+    (step,) = find_steps(series, confidence=0.99)
+    assert not step.confirmed and step.high / step.low > 10
+    assert "2+1 runs say almost nothing of run-to-run variation" in step.describe(series)
+
+
 # -- a series of real records ---------------------------------------------------------------------
 
 def _roofline_runs(harness_cli, out: pathlib.Path, n: int, env: dict[str, str]) -> None:

@@ -97,6 +97,10 @@ class Step:
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
             what = (f"changed {self.ratio:.3g}x (unconfirmed: no interval; one run on each side, so "
                     "run-to-run variation is unknown)")
+        elif self.kind == "unconfirmed" and len(self.before) + len(self.after) == 3:
+            what = (f"changed {self.ratio:.3g}x (unconfirmed: {len(self.before)}+{len(self.after)} runs say almost "
+                    f"nothing of run-to-run variation (one degree of freedom), so the interval spans "
+                    f"[{self.low:.2g}, {self.high:.2g}]; more runs a side decide)")
         elif self.kind == "speed-up":     # said as a speed-up factor, its interval turned round with it
             what = f"sped up {1 / self.ratio:.3g}x [{1 / self.high:.3g}, {1 / self.low:.3g}]"
         else:
