@@ -121,16 +121,18 @@ def export(series: list[Series], results_dir: pathlib.Path, repo: pathlib.Path) 
                     infos[slug] = _machine_info(r, slug)
                 by_bench = placed.setdefault(slug, {}).setdefault(commit, {})
                 timing = benchmark_name(s.workload)
-                benchmarks.setdefault(timing, _benchmark(timing, "time", "seconds", f"timings of the hpml-harness "
-                                                                                   f"workload {s.workload!r}"))
+                if timing not in benchmarks:
+                    benchmarks[timing] = _benchmark(timing, "time", "seconds",
+                                                    f"timings of the hpml-harness workload {s.workload!r}")
                 cases.setdefault(timing, set()).add(s.label)
                 by_bench.setdefault(timing, {}).setdefault(s.label, []).extend(float(x) for x in r.samples)
                 for v in r.claims:
                     if v.measured is None or not math.isfinite(v.measured):
                         continue
                     name = claim_benchmark_name(s.workload, v.text)
-                    benchmarks.setdefault(name, _benchmark(name, "track", "unit", f"the hpml-harness claim "
-                                                                                   f"{s.workload}: {v.text}"))
+                    if name not in benchmarks:
+                        benchmarks[name] = _benchmark(name, "track", "unit",
+                                                      f"the hpml-harness claim {s.workload}: {v.text}")
                     cases.setdefault(name, set()).add(s.label)
                     by_bench.setdefault(name, {}).setdefault(s.label, []).append(float(v.measured))
     for name, bench in benchmarks.items():
