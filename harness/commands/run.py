@@ -213,12 +213,7 @@ def main(args: argparse.Namespace) -> int:
     except Interrupted as stop:
         if junit_file is not None:      # a CI job stopped at its time limit still says what ran
             stopped = [*loop.finished, *([loop.stopped] if loop.stopped else [])]
-            not_run = todo[len(stopped):]
-            junit.write(junit_file, [junit.run_suite(f"harness run {run_id}", [(f.case, f.record) for f in stopped],
-                                                     {**_junit_properties(run_id, results_file, stopped),
-                                                      "stopped_by": stop.name},
-                                                     not_run=[(c, f"not run: the run was stopped by {stop.name}")
-                                                              for c in not_run])])
+            _write_junit(junit_file, run_id, results_file, stopped, stop.name, todo[len(stopped):])
             err_console.print(f"JUnit XML of the {len(stopped)} case(s) before the stop in {junit_file}",
                               markup=False)
         raise
@@ -235,8 +230,7 @@ def main(args: argparse.Namespace) -> int:
     if verdicts:
         console.print(f"claims: {summarize_claims(verdicts)}")
     if junit_file is not None:
-        junit.write(junit_file, [junit.run_suite(f"harness run {run_id}", [(f.case, f.record) for f in finished],
-                                                 _junit_properties(run_id, results_file, finished))])
+        _write_junit(junit_file, run_id, results_file, finished)
         console.print(f"JUnit XML in {junit_file}", markup=False)
     if todo and counts["skipped"] == len(todo):
         reasons = sorted({f.record.reason for f in finished if f.record.status == "skipped"})
@@ -246,9 +240,17 @@ def main(args: argparse.Namespace) -> int:
     return 1 if counts["failed"] or counts["timeout"] else 0
 
 
-def _junit_properties(run_id: str, results_file: pathlib.Path, finished: list[Finished]) -> dict[str, str]:
-    return {"run_id": run_id, "machine": finished[0].record.machine if finished else "",
-            "results": str(results_file)}
+def _write_junit(path: pathlib.Path, run_id: str, results_file: pathlib.Path, finished: list[Finished],
+                 stopped_by: str | None = None, not_run: list[Case] | None = None) -> None:
+    """The run as JUnit XML: at its end, or (``stopped_by`` a signal's name) when a signal stopped it
+    before ``not_run``."""
+    properties = {"run_id": run_id, "machine": finished[0].record.machine if finished else "",
+                  "results": str(results_file)}
+    if stopped_by is not None:
+        properties["stopped_by"] = stopped_by
+    junit.write(path, [junit.run_suite(f"harness run {run_id}", [(f.case, f.record) for f in finished], properties,
+                                       not_run=[(c, f"not run: the run was stopped by {stopped_by}")
+                                                for c in not_run or []])])
 
 
 def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher, oversubscribe: bool) -> int:
