@@ -7,6 +7,8 @@ import pathlib
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -61,6 +63,22 @@ class Harness:
         return subprocess.Popen([sys.executable, "-m", "harness", *args], env=self.env(), text=True,
                                 preexec_fn=default_sigint,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def signal_when(proc: subprocess.Popen[str], ready: Callable[[], bool], sig: int, never: str,
+                wait_s: float = 60) -> str:
+    """Send ``sig`` to ``proc`` once ``ready()`` holds (failing with ``never`` if it exits or
+    ``wait_s`` pass first) and return its stderr; ``proc`` is killed if anything goes wrong."""
+    try:
+        end = time.monotonic() + wait_s
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < end, never
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        return proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 @pytest.fixture(scope="session")

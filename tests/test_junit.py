@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pathlib
 import signal
-import time
 import xml.etree.ElementTree as ET
 from collections import Counter
 
 import pytest
 
-from conftest import ROOT, make_record, read_jsonl
+from conftest import ROOT, make_record, read_jsonl, signal_when
 from harness import junit
 from harness.claims import ClaimVerdict, ControlOutcome
 
@@ -108,16 +107,8 @@ def test_a_run_stopped_by_a_signal_still_writes_its_junit(harness_cli, tmp_path)
     proc = harness_cli.popen("run", "--workload", "probe,fault_orphans,fault_raise", "--param", "seconds=60",
                              "--param", f"pidfile={pidfile}", "--repeats", "1", "--warmup", "0",
                              "--out", str(tmp_path / "out"), "--junit", str(xml))
-    try:
-        end = time.monotonic() + 120
-        while not pathlib.Path(f"{pidfile}.0").exists():
-            assert proc.poll() is None and time.monotonic() < end, "the second case never started"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    err = signal_when(proc, pathlib.Path(f"{pidfile}.0").exists, signal.SIGTERM, "the second case never started",
+                      wait_s=120)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "JUnit XML of the 2 case(s) before the stop" in err
     SCHEMA.validate(str(xml))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import default_sigint, read_jsonl
+from conftest import default_sigint, read_jsonl, signal_when
 from fixtures.hostile_plugins import make_plugin
 from harness.launch.guard import descendants
 
@@ -144,18 +144,9 @@ def test_a_ctrl_c_that_an_import_swallows_still_stops_the_command(harness_cli, t
     mark = tmp_path / "mark"
     env = harness_cli.env({"SWALLOW_MARK": str(mark)})
     env["PYTHONPATH"] = f"{site}{os.pathsep}{env['PYTHONPATH']}"
-    t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "harness", *_args(tmp_path, 30, "--timeout", "60")], env=env,
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint)
-    try:
-        while not mark.exists():
-            assert proc.poll() is None and time.monotonic() - t0 < 60, "the plugin was never imported"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    err = signal_when(proc, mark.exists, signal.SIGINT, "the plugin was never imported")
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "harness: interrupted" in err
     assert not (tmp_path / "pids.0").exists(), "the case started after the Ctrl-C"
