@@ -59,6 +59,7 @@ class WorkerSpec:
     artifact_dir: str
     profile: dict[str, Any] = field(default_factory=dict)
     profile_dirs: list[str] = field(default_factory=list)
+    peaks: dict[str, Any] = field(default_factory=dict)   # harness.hardware.peaks for the case's cores
     pmpi_hook: str | None = None
     first_repeat: int = 0    # ctx.repeat of the first measured repeat: rounds of --until-decided go on counting
 

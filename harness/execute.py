@@ -23,6 +23,8 @@ from harness.baselines import RunIndex
 from harness.casefiles import CaseFiles, WorkerResult, WorkerSpec
 from harness.errors import UsageError, check_interrupted
 from harness.hardware.fingerprint import usable_cpus
+from harness.hardware.identity import identity
+from harness.hardware.peaks import machine_peaks
 from harness.intervals import DEFAULT_CONFIDENCE
 from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
@@ -37,6 +39,7 @@ from harness.provenance import inherited_environment, numerics_environment, soft
 from harness.registry import Registry
 from harness.results.record import (BackendInfo, CommSummary, LaunchInfo, PhaseStats, ProtocolInfo, Record,
                                     Stats, Throughput, WorkloadInfo)
+from harness.workload_version import workload_version
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -54,6 +57,7 @@ class Session:
     unstable_cov: float = UNSTABLE_COV
     index: RunIndex = field(default_factory=RunIndex)            # ok records, for relative claims
     profile_data: dict[str, Any] = field(default_factory=dict)   # the matched profile's TOML, for workloads
+    machine_name: str | None = None   # --machine-name: shown instead of the label, not part of the key
     launcher: Launcher = field(default_factory=Launcher)
     oversubscribe: bool = False   # run cases that need more CPUs than usable (claims not evaluated)
     confidence: float = DEFAULT_CONFIDENCE   # two-sided level of the claims' intervals
@@ -153,19 +157,21 @@ def base_record(case: Case, session: Session) -> Record:
     """The parts of a record known before the case runs (status 'skipped' until told otherwise)."""
     reg = session.registry
     workload = reg.workload(case.workload)
+    version, declared = workload_version(workload)
     return Record(
         id=uuid.uuid4().hex, case_id=case.case_id, run_id=session.run_id, created=_now(), status="skipped",
         workload=WorkloadInfo(name=case.workload, source=reg.source("workload", case.workload),
                               paper=workload.paper,
                               throughput=Throughput(*workload.throughput) if workload.throughput else None,
-                              ceilings=dict(workload.ceilings)),
+                              ceilings=dict(workload.ceilings), version=version, protocol_version=declared),
         size=case.size, params=case.params, swept=case.swept,
         backend=BackendInfo(requested=case.backend,
                             source=reg.source("backend", case.backend) if case.backend else None),
         launch=LaunchInfo(launcher="none", ranks=case.ranks, threads=case.threads, timeout_s=case.timeout),
         protocol=ProtocolInfo(repeats=case.repeats, warmup=case.warmup, unstable_cov=session.unstable_cov,
                               confidence=session.confidence),
-        hardware=session.hardware, profile=session.profile, software=software(),
+        hardware=session.hardware, identity=identity(session.hardware, session.machine_name),
+        profile=session.profile, software=software(),
         environment=numerics_environment(inherited_environment()),
         resources={"slurm_job_id": os.environ["SLURM_JOB_ID"]} if os.environ.get("SLURM_JOB_ID") else {},
     )
@@ -250,6 +256,7 @@ def execute(case: Case, session: Session, show: Callable[[str], None] | None = N
         case_dir=str(files.folder),
         artifact_dir=str(session.out_dir / "artifacts" / _slug(f"{case.label}-{record.id[:8]}")),
         profile=session.profile_data, profile_dirs=[str(d) for d in reg.profile_dirs],
+        peaks=machine_peaks(session.hardware, session.profile, session.profile_data, case.ranks * case.threads),
         pmpi_hook=session.allreduce_hook()[0], first_repeat=case.first_repeat)
     try:
         files.folder.mkdir(parents=True, exist_ok=True)

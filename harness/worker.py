@@ -143,7 +143,7 @@ def run_case(spec: WorkerSpec) -> None:
     ctx = RunContext(params=spec.params, size=spec.size, threads=spec.threads,
                      artifact_dir=artifact_dir, clock=clock, backend=spec.backend,
                      backend_impl=backend, profile=spec.profile or {},
-                     profile_dirs=[pathlib.Path(d) for d in spec.profile_dirs],
+                     profile_dirs=[pathlib.Path(d) for d in spec.profile_dirs], peaks=spec.peaks or {},
                      _comm=comm, _comm_error=comm_error)
 
     progress = (ProgressWriter(spec.files.folder / PROGRESS_NAME, lambda: clock._stack[-1] if clock._stack else None)

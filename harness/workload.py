@@ -55,6 +55,10 @@ class Workload:
     # Machine ceilings the workload measures, metric -> unit ("GFLOP/s" or "GB/s" ones are drawn as
     # rooflines and listed by `harness info`), e.g. {"peak_gflops_fp64": "GFLOP/s"}.
     ceilings: ClassVar[dict[str, str]] = {}
+    # A name to bump when the protocol changes on purpose (data, model, budget, claims): records
+    # carry it with a hash of the plugin's files (harness.workload_version), and reports compare
+    # only cases of one version. "" is fine: the hash alone already changes with the code.
+    protocol_version: ClassVar[str] = ""
 
     def setup(self, ctx: RunContext) -> None:
         """Prepare data and models before timing starts (generation counts as untimed)."""

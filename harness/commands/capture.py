@@ -3,7 +3,8 @@
 A capture holds what a reader needs to trust and compare the machine without asking: ``info.json``
 (``harness info --json``: fingerprint, matched profile, libraries, MPI, numerics variables),
 ``results/results.jsonl`` (the roofline and the suites' records), and ``manifest.json`` (harness
-version and commit, the command, start and end, how it ended, the records by status). The
+version and commit, the machine's key and label, every workload's version, the command, start
+and end, how it ended, the records by status). The
 repository's ``gallery/`` keeps one capture per real machine; ``harness report gallery/*`` puts them
 side by side.
 """
@@ -20,6 +21,9 @@ from typing import Any
 from harness import __version__
 from harness.commands.common import console, registry
 from harness.commands.info import info_document
+from harness.commands.run import add_machine_name_option
+from harness.hardware.identity import identity, profile_relation
+from harness.workload_version import workload_version
 from harness.atomic import write_atomic
 from harness.errors import Interrupted, UsageError
 from harness.provenance import git_info
@@ -52,21 +56,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", help="backend(s) to request for every case, as `harness run --backend`")
     p.add_argument("--timeout", type=float, help="seconds before a case is killed (default: the suites')")
     p.add_argument("--note", default="", help="free text kept in the manifest (where the machine is, why)")
+    add_machine_name_option(p)
     p.set_defaults(func=main)
 
 
-def machine_line(info: dict[str, Any]) -> str:
-    """The machine in one line: CPU model, microarchitecture, usable cores, GPUs."""
-    hw = info["hardware"]
-    cpu = hw.get("cpu") or {}
-    uarch = (cpu.get("microarch") or {}).get("name")
-    gpus = ", ".join(g.get("name", "?") for g in hw.get("gpus") or [])
-    return (f"{cpu.get('model', '?')}{f' ({uarch})' if uarch else ''}, {cpu.get('usable_cpus', '?')} usable CPUs"
-            + (f", {gpus}" if gpus else "") + f", {hw.get('arch', '?')}"
-            + (" [emulated]" if (hw.get("emulation") or {}).get("emulated") else ""))
+def workload_versions() -> dict[str, str]:
+    """Every registered workload's version as the code here makes it (harness.workload_version):
+    the manifest keeps them, and a test compares a gallery capture's with the code's."""
+    reg = registry()
+    return {name: workload_version(reg.workload(name))[0] for name in sorted(reg.workloads)}
 
 
-def _check_target(out: pathlib.Path, line: str) -> dict[str, Any] | None:
+def _check_target(out: pathlib.Path, me: dict[str, Any]) -> dict[str, Any] | None:
     """The earlier manifest when OUT is a capture of this machine (resume), None when OUT is new or
     empty; anything else is refused before a byte is written."""
     if out.exists() and not out.is_dir():
@@ -79,13 +80,13 @@ def _check_target(out: pathlib.Path, line: str) -> dict[str, Any] | None:
                          "give a new or empty folder")
     try:
         earlier = json.loads(manifest.read_text())
-        earlier_line = earlier["machine"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        earlier_line, earlier_key = earlier["machine"], earlier.get("machine_key")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"capture folder {out}: {MANIFEST_NAME} is unreadable ({exc}); "
                          "give a new folder (nothing there was changed)") from None
-    if earlier_line != line:
-        raise UsageError(f"capture folder {out}: holds another machine ({earlier_line}); this one is {line}. "
-                         "Give a new folder")
+    if earlier_key != me["key"]:
+        raise UsageError(f"capture folder {out}: holds another machine ({earlier_line}, key {earlier_key}); "
+                         f"this one is {me['label']} (key {me['key']}). Give a new folder")
     return earlier
 
 
@@ -100,6 +101,8 @@ def _run_argv(what: list[str], results: pathlib.Path, args: argparse.Namespace, 
         argv += ["--backend", args.backend]
     if args.timeout is not None:
         argv += ["--timeout", str(args.timeout)]
+    if args.machine_name:
+        argv += ["--machine-name", args.machine_name]
     return argv + (["--resume"] if resume else [])
 
 
@@ -129,13 +132,15 @@ def main(args: argparse.Namespace) -> int:
     runs = [] if any(_plans_roofline(s, args) for s in suites) else [["--workload", "roofline"]]
     runs += [["--suite", s] for s in suites]
     info, _ = info_document([])
-    line = machine_line(info)
-    earlier = _check_target(out, line)
+    me = identity(info["hardware"], args.machine_name)
+    earlier = _check_target(out, me)
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results"
     manifest: dict[str, Any] = {
-        "schema": MANIFEST_SCHEMA, "machine": line, "hostname": info["hardware"].get("hostname"),
-        "profile": (info.get("profile") or {}).get("name"),
+        "schema": MANIFEST_SCHEMA, "machine": me["label"], "machine_key": me["key"], "machine_name": me["name"],
+        "hostname": info["hardware"].get("hostname"),
+        "profile": (info.get("profile") or {}).get("name"), "profile_relation": profile_relation(info.get("profile") or {}),
+        "workload_versions": workload_versions(),
         "harness_version": __version__, **{f"harness_{k}": v for k, v in git_info().items()},
         "command": ["harness", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("harness") else None,
         "suites": suites, "backend": args.backend, "note": args.note,

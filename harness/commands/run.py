@@ -18,6 +18,7 @@ from harness.commands.common import (add_confidence_option, console, err_console
                                      warn_problems, warn_unreadable)
 from harness.decide import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
 from harness.errors import Interrupted, UsageError
+from harness.hardware.identity import display, identity, profile_relation
 from harness.execute import Session, prepare_launch, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher
 from harness.launch.slurm import script_text_problem
@@ -61,6 +62,7 @@ def add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, help="discarded warmup repeats per case (default 1)")
     p.add_argument("--timeout", type=float, help="seconds before a case is killed (default 900)")
     p.add_argument("--out", default="results", help="results folder (default: ./results)")
+    add_machine_name_option(p)
     p.add_argument("--resume", action="store_true",
                    help="skip cases already recorded as ok in OUT/results.jsonl")
     p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
@@ -84,6 +86,12 @@ def add_case_options(p: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_BUDGET_S / 60:g}m)")
 
 
+def add_machine_name_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--machine-name", metavar="NAME",
+                   help="a name for this machine in records and reports (e.g. 'skx-node-12'); shown instead of "
+                        "the label made from its facts, it does not change the machine's key")
+
+
 def case_argv(args: argparse.Namespace) -> list[str]:
     """The options of :func:`add_case_options` as a command line again (for a batch script)."""
     out = ["--suite", args.suite] if args.suite else ["--workload", args.workload]
@@ -94,6 +102,8 @@ def case_argv(args: argparse.Namespace) -> list[str]:
     for param in args.param:
         out += ["--param", param]
     out += ["--out", str(pathlib.Path(args.out).resolve())]
+    if getattr(args, "machine_name", None):
+        out += ["--machine-name", args.machine_name]
     if args.resume:
         out.append("--resume")
     if args.oversubscribe:
@@ -199,13 +209,15 @@ def main(args: argparse.Namespace) -> int:
     run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
                       profile_data=profile_data, launcher=launcher, oversubscribe=args.oversubscribe,
-                      confidence=args.confidence)
+                      confidence=args.confidence, machine_name=args.machine_name)
     budget = decision_budget(args)
     if args.resume:
         session.index = RunIndex(previous)
     work_lock = claim_work_dir(session.work_dir)  # noqa: F841 - held until the process ends
-    console.print(f"run {run_id}: {len(todo)} case(s) on {fp['cpu']['model']} "
-                  f"(profile: {profile['name'] or 'unmatched'}) -> {results_file}")
+    me = identity(fp, args.machine_name)
+    relation = profile_relation(profile)
+    console.print(escape(f"run {run_id}: {len(todo)} case(s) on {display(me)} [{me['key']}]"
+                         f"{f' ({relation})' if relation else ''} -> {results_file}"))
 
     loop = RunLoop(session, results_file, console, budget, until_decided=args.until_decided, warn=warn)
     try:

@@ -19,6 +19,7 @@ import subprocess
 from typing import Any
 
 from harness.cache import cache_dir
+from harness.hardware.identity import virtualisation
 from harness.hardware.microarch import cpuinfo_arch, cpuinfo_fields, emulation, features, microarchitecture
 from harness.hardware.sysfs import SYSFS_CPU, read_value
 from harness.hardware.tuning import tuning
@@ -75,6 +76,17 @@ def isa_flags(fields: dict[str, str], uarch: dict[str, Any]) -> list[str]:
     return sorted(f for f in found if INTERESTING_FLAGS.match(f))
 
 
+def cpuid_numbers(fields: dict[str, str]) -> dict[str, int]:
+    """x86 CPUID family, model and stepping as /proc/cpuinfo prints them ({} elsewhere): they
+    name AMD's core generation where a VM leaves archspec only a generic level."""
+    out = {}
+    for key, name in (("cpu family", "family"), ("model", "model"), ("stepping", "stepping")):
+        value = fields.get(key, "")
+        if value.isdigit():
+            out[name] = int(value)
+    return out if "family" in out else {}
+
+
 def describe_cpu(root: pathlib.Path = pathlib.Path("/"), interpreter_arch: str | None = None) -> dict[str, Any]:
     """The CPU as the files under ``root`` describe it: {"arch", "emulation", "cpu": {...}}.
 
@@ -113,7 +125,9 @@ def describe_cpu(root: pathlib.Path = pathlib.Path("/"), interpreter_arch: str |
             "microarch": uarch,
             "sockets": count_sockets(cpu_root),
             "caches": read_caches(cpu_root / "cpu0"),
+            "cpuid": cpuid_numbers(fields),
         },
+        "virtualisation": virtualisation(root, fields.get("flags") or fields.get("features") or ""),
     }
 
 
@@ -234,6 +248,7 @@ def fingerprint() -> dict[str, Any]:
         "hostname": socket.gethostname(),
         "arch": described["arch"],
         "emulation": described["emulation"],
+        "virtualisation": described.get("virtualisation") or virtualisation(),
         "os": platform.platform(),
         "cpu": cpu,
         "memory_bytes": psutil.virtual_memory().total,

@@ -29,6 +29,9 @@ class RunContext:
     backend_impl: Any = None
     profile: dict[str, Any] = field(default_factory=dict)   # the matched profile's data, or {}
     profile_dirs: list[pathlib.Path] = field(default_factory=list)  # every registered profile folder
+    # This machine's CPU peaks for the case's cores (harness.hardware.peaks.machine_peaks): a
+    # profile's only when it is this SKU, else derived from the core and clock, else none and why.
+    peaks: dict[str, Any] = field(default_factory=dict)
     repeat: int = 0    # index of the measured repeat (counting on across --until-decided rounds); warmups < 0
     warmup: bool = False
     state: dict[str, Any] = field(default_factory=dict)

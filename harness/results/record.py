@@ -1,9 +1,9 @@
 """The case record, typed: one dataclass per part, each owning its JSON form.
 
 ``Record.to_json()`` is what ``results.jsonl`` holds (validated against
-``record.schema.json``, schema version 3); ``Record.from_json()`` reads version 3, and
-:func:`upgrade` turns an older record (``record-v1.schema.json``, ``record-v2.schema.json``) into
-version 3, step by step.
+``record.schema.json``, schema version 4); ``Record.from_json()`` reads version 4, and
+:func:`upgrade` turns an older record (``record-v1.schema.json`` to ``record-v3.schema.json``) into
+version 4, step by step.
 Every module that reads records uses these attributes, not string keys.
 """
 from __future__ import annotations
@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.claims import POINT_ESTIMATE, ClaimVerdict, as_number
+from harness.hardware.identity import display, identity
 
 SCHEMA_ID = "hpml-harness/record"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STATUSES = ("ok", "failed", "skipped", "timeout")
 
 
@@ -36,12 +37,16 @@ class WorkloadInfo:
     paper: str = ""
     throughput: Throughput | None = None
     ceilings: dict[str, str] = field(default_factory=dict)   # metric -> unit, as the workload declares
+    # What work ran: the declared protocol_version and a hash of the plugin's source files
+    # (harness.workload_version); '' on records from before schema 4, which carry none.
+    version: str = ""
+    protocol_version: str = ""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> WorkloadInfo:
         tp = d.get("throughput")
         return cls(d["name"], d["source"], d.get("paper", ""), Throughput(**tp) if tp else None,
-                   dict(d.get("ceilings") or {}))
+                   dict(d.get("ceilings") or {}), d.get("version", ""), d.get("protocol_version", ""))
 
 
 @dataclass
@@ -158,6 +163,8 @@ class Record:
     duration_s: float = 0.0
     swept: dict[str, Any] = field(default_factory=dict)
     hardware: dict[str, Any] = field(default_factory=dict)
+    # Which machine ran (JSON key "machine"): harness.hardware.identity's key, label, name, facts.
+    identity: dict[str, Any] = field(default_factory=dict)
     profile: dict[str, Any] = field(default_factory=lambda: {"name": None})
     software: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
@@ -194,17 +201,20 @@ class Record:
 
     @property
     def machine(self) -> str:
-        """The profile name when matched (with the microarchitecture when matched only by it or by
-        family), else the CPU model, microarchitecture and host; never a made-up node name."""
-        cpu = self.hardware.get("cpu") or {}
-        uarch = (cpu.get("microarch") or {}).get("name")
-        if self.profile.get("name"):
-            label = str(self.profile["name"])
-            if self.profile.get("match_by") in ("family", "microarchitecture") and uarch:
-                label += f" ({uarch}, by {self.profile['match_by']})"
-        else:
-            label = f"{cpu.get('model', '?')}{f' ({uarch})' if uarch else ''} @ {self.hardware.get('hostname', '?')}"
-        return label + (" [emulated]" if self.emulated else "")
+        """The machine as a report names it: the user's --machine-name, else the label made from
+        its facts ("AMD EPYC (zen4), 2 vCPU, VM"); never a profile's or a host's name."""
+        return display(self.identity or identity(self.hardware)) + (" [emulated]" if self.emulated else "")
+
+    @property
+    def machine_key(self) -> str:
+        """The stable key of the machine's facts (two machines with one label have two keys)."""
+        return str((self.identity or identity(self.hardware))["key"])
+
+    @property
+    def work_version(self) -> str:
+        """The workload version the case ran; records from before versions were kept have none,
+        and then match only records of their own harness commit ('unversioned@<commit>')."""
+        return self.workload.version or f"unversioned@{self.commit or '?'}"
 
     def throughput(self) -> tuple[float | None, str]:
         """(value, unit) of the workload's declared headline metric, or (None, '')."""
@@ -229,6 +239,8 @@ class Record:
             value = getattr(self, f.name)
             if f.name == "claims":
                 out["claims"] = [c.to_json() for c in value]
+            elif f.name == "identity":
+                out["machine"] = value or identity(self.hardware)
             elif dataclasses.is_dataclass(value):
                 out[f.name] = dataclasses.asdict(value)
             elif f.name == "phases":
@@ -245,6 +257,7 @@ class Record:
                              f"not {d.get('schema_version')!r}")
         plain = {f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d}
         plain.update(
+            identity=d["machine"],
             workload=WorkloadInfo.from_json(d["workload"]),
             backend=BackendInfo(**d["backend"]),
             launch=LaunchInfo(**d["launch"]),
@@ -298,11 +311,20 @@ def upgrade_v1(d: dict[str, Any]) -> dict[str, Any]:
 def upgrade_v2(d: dict[str, Any]) -> dict[str, Any]:
     """A version-2 record's JSON as version 3: its verdicts read as they were judged, marked as
     judged on a point estimate (no interval, no level); no replicates."""
-    out = dict(d, schema_version=SCHEMA_VERSION, replicates={})
+    out = dict(d, schema_version=3, replicates={})
     out["protocol"] = dict(d["protocol"], confidence=0.95, until_decided=None)
     out["claims"] = [dict(c, interval=None, confidence=None, replicates=None, paired=None, evidence=None,
                           interval_method=POINT_ESTIMATE if c.get("status") in ("pass", "fail") else "")
                      for c in d.get("claims") or []]
+    return out
+
+
+def upgrade_v3(d: dict[str, Any]) -> dict[str, Any]:
+    """A version-3 record's JSON as version 4: the machine's identity made from its hardware
+    section (a v3 fingerprint does not say whether it ran virtualised: that fact is unknown, so
+    its key differs from a version-4 record of the same machine); no workload version."""
+    out = dict(d, schema_version=SCHEMA_VERSION, machine=identity(d.get("hardware") or {}))
+    out["workload"] = dict(d["workload"], version="", protocol_version="")
     return out
 
 
@@ -312,4 +334,6 @@ def upgrade(d: dict[str, Any]) -> dict[str, Any]:
         d = upgrade_v1(d)
     if d.get("schema_version") == 2:
         d = upgrade_v2(d)
+    if d.get("schema_version") == 3:
+        d = upgrade_v3(d)
     return d

@@ -1,4 +1,4 @@
-"""The record JSON Schemas shipped in the package (version 3, and versions 1 and 2 for old files)."""
+"""The record JSON Schemas shipped in the package (version 4, and versions 1 to 3 for old files)."""
 from __future__ import annotations
 
 import functools
@@ -11,20 +11,21 @@ import jsonschema
 
 from harness.results.record import SCHEMA_VERSION
 
-SCHEMA_PATHS = {3: pathlib.Path(__file__).with_name("record.schema.json"),
+SCHEMA_PATHS = {4: pathlib.Path(__file__).with_name("record.schema.json"),
+                3: pathlib.Path(__file__).with_name("record-v3.schema.json"),
                 2: pathlib.Path(__file__).with_name("record-v2.schema.json"),
                 1: pathlib.Path(__file__).with_name("record-v1.schema.json")}
 SCHEMA_PATH = SCHEMA_PATHS[SCHEMA_VERSION]
 
 
-@functools.lru_cache(maxsize=3)
+@functools.lru_cache(maxsize=4)
 def _validator(version: int) -> jsonschema.Draft202012Validator:
     schema = json.loads(SCHEMA_PATHS[version].read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 
 
-@functools.lru_cache(maxsize=3)
+@functools.lru_cache(maxsize=4)
 def _fast(version: int) -> Any:
     """The schema compiled to Python code (fastjsonschema): about 30 times faster than the
     general validator, which readers would otherwise spend 4 ms per record in. The schemas use

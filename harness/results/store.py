@@ -168,10 +168,10 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def parse_record(data: Any) -> tuple[Record | None, str]:
-    """(the record, '') from one line's JSON of schema version 1, 2 or 3, or (None, the first schema problem)."""
+    """(the record, '') from one line's JSON of schema version 1 to 4, or (None, the first schema problem)."""
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version not in (1, 2, 3) or isinstance(version, bool):
-        return None, f"schema_version {version!r} is not one this harness reads (1, 2 or 3)"
+    if version not in (1, 2, 3, 4) or isinstance(version, bool):
+        return None, f"schema_version {version!r} is not one this harness reads (1 to 4)"
     errors = schema_errors(data, version)
     if errors:
         return None, errors[0]
@@ -237,7 +237,7 @@ def _lines(path: pathlib.Path) -> Iterator[tuple[int, str]]:
 
 
 def iter_records(path: pathlib.Path, problems: list[str]) -> Iterator[Record]:
-    """The valid records of one JSONL file, one at a time (versions 1 and 2 upgraded); one
+    """The valid records of one JSONL file, one at a time (older versions upgraded); one
     'file:line: problem' string per bad line is added to ``problems``. Readers stream through
     this, so memory does not grow with the file."""
     for lineno, line in _lines(path):

@@ -6,7 +6,7 @@ backend requested, through numpy's matmul (numpy's BLAS, recorded by the evidenc
 bandwidth ceiling is a STREAM-style triad a = b + s*c compiled with numba (parallel over
 the case's threads), counting 24 bytes per element as STREAM does. The record's metrics
 hold the measured roofline (peak GFLOP/s per dtype, GB/s, ridge point), later usable by
-models instead of vendor peaks, and the fraction of the matched profile's peak.
+models instead of vendor peaks, and the fraction of this machine's peak (harness.hardware.peaks).
 """
 from __future__ import annotations
 
@@ -126,22 +126,26 @@ class Roofline(Workload):
         return metrics
 
     @staticmethod
-    def _fractions(ctx, peaks: dict[str, float], gbs: float) -> dict[str, float]:
-        """Measured over the matched profile's peak, scaled to the threads used on a CPU node. A GPU
-        node's profile holds the GPU's peaks: the CPU's BLAS is never judged against them."""
-        prof = ctx.profile
-        if not prof or prof.get("kind") == "gpu":
-            return {}
-        cores = prof.get("cpu", {}).get("cores")
-        share = min(1.0, ctx.threads / cores) if cores else 1.0
-        out = {}
+    def _fractions(ctx, peaks: dict[str, float], gbs: float) -> dict[str, Any]:
+        """Measured over this machine's peak for the threads used (ctx.peaks: a profile's only
+        when it is this SKU, else derived from its core and clock). A measurement above 1.05x
+        the peak gives no fraction, only why the peak is wrong (peak_problem)."""
+        from harness.hardware.peaks import fraction_or_problem
+
+        ref = ctx.peaks or {}
+        out: dict[str, Any] = {"peak_source": ref.get("how", "no peaks given")}
+        problems = []
         for dname, peak in peaks.items():
-            ref = prof.get("peak", {}).get(f"{dname}_gflops")
-            if ref:
-                out[f"fraction_of_peak_{dname}"] = peak / (ref * share)
-        bw = prof.get("memory", {}).get("bandwidth_gbs")
-        if bw:
-            out["fraction_of_bandwidth"] = gbs / bw
+            fraction, problem = fraction_or_problem(peak, ref.get(f"{dname}_gflops"), f"{ref.get('source')} {dname} peak")
+            if fraction is not None:
+                out[f"fraction_of_peak_{dname}"] = fraction
+            problems += [problem] if problem else []
+        fraction, problem = fraction_or_problem(gbs, ref.get("bandwidth_gbs"), "memory bandwidth")
+        if fraction is not None:
+            out["fraction_of_bandwidth"] = fraction
+        problems += [problem] if problem else []
+        if problems:
+            out["peak_problem"] = "; ".join(problems)
         return out
 
 
