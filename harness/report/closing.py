@@ -1,15 +1,18 @@
-"""The table a run ends with: what did not run, then every claim with its cases and verdicts.
+"""The tables a run ends with: what did not run, the claims that failed or are undecided in full,
+then one line per claim that passed.
 
-Written for a person reading a terminal or a CI log: cases that failed or timed out come first,
-with their reason; then one group per workload and claim, one line per case it was judged on (a
-case named by what sets it apart from the workload's other cases in the run), with the measured
-figure, its interval and the verdict; claims that do not apply to a case are counted, not listed.
+Written for a person reading a terminal or a CI log, to fit one screen for suite all: cases that
+failed or timed out come first, with their reason; then every fail and inconclusive verdict (the
+case named by the params its suite or sweep set, the measured figure, its interval, where the
+interval came from); then each claim that passed everywhere it was judged, in one line with the
+cases. Claims that do not apply to a case are counted, not listed.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
@@ -20,11 +23,12 @@ from harness.report.tables import interval_source, measured_text, verdict_text
 from harness.results.record import Record
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
+PAPER_SHOWN = 24   # characters of a paper value the closing table prints (a figure, not a sentence)
 
 
 def case_names(cases: Sequence[Case]) -> dict[str, str]:
-    """case_id -> the params, backend and ranks that differ between cases of the same workload
-    ('msf=1 r2'; the workload's only case is named 'as planned')."""
+    """case_id -> the params its suite or sweep set ('msf=64'), with the backend, size and ranks
+    x threads where those differ between cases of the same workload; 'defaults' when nothing was set."""
     by_workload: dict[str, list[Case]] = {}
     for c in cases:
         by_workload.setdefault(c.workload, []).append(c)
@@ -32,21 +36,21 @@ def case_names(cases: Sequence[Case]) -> dict[str, str]:
     for group in by_workload.values():
         def varies(get: Any) -> bool:
             return len({repr(get(c)) for c in group}) > 1
-        keys = [k for k in dict.fromkeys(k for c in group for k in c.params) if varies(lambda c, k=k: c.params.get(k))]
         for c in group:
-            bits = [f"{k}={c.params.get(k)}" for k in keys]
+            bits = [f"{k}={v}" for k, v in c.swept.items()]
             if varies(lambda c: c.backend):
-                bits.append(str(c.backend))
+                bits.append(str(c.backend or "default"))
             if varies(lambda c: c.size):
                 bits.append(c.size)
             if varies(lambda c: (c.ranks, c.threads)):
                 bits.append(f"r{c.ranks}x{c.threads}")
-            names[c.case_id] = " ".join(bits) or "as planned"
+            names[c.case_id] = " ".join(bits) or "defaults"
     return names
 
 
 def closing_table(finished: Sequence[tuple[Case, Record]]) -> Group:
-    """The failed cases (with reasons), then the claims table; see the module's docstring."""
+    """The failed cases (with reasons), the undecided and failed claims, the passed ones; see the
+    module's docstring."""
     names = case_names([c for c, _ in finished])
     parts: list[Any] = []
     bad = [(c, r) for c, r in finished if r.status in ("failed", "timeout")]
@@ -55,9 +59,6 @@ def closing_table(finished: Sequence[tuple[Case, Record]]) -> Group:
         for c, r in bad:
             reason = (r.reason or "").splitlines()[0][:200] if r.reason else "no reason recorded"
             parts.append(Text(f"  {c.label}: {r.status}: {reason}"))
-    t = Table(title="paper claims in this run", title_justify="left", show_lines=False)
-    for col in ("workload", "claim", "paper", "case", "measured [interval]", "verdict", "interval from"):
-        t.add_column(col, overflow="fold")
     groups: dict[tuple[str, str], list[tuple[Case, Any]]] = {}
     not_applicable = 0
     for c, r in finished:
@@ -66,15 +67,35 @@ def closing_table(finished: Sequence[tuple[Case, Record]]) -> Group:
                 not_applicable += 1
                 continue
             groups.setdefault((c.workload, v.text), []).append((c, v))
-    for (workload, text), rows in sorted(groups.items(), key=lambda kv: kv[0][0]):
-        for i, (c, v) in enumerate(rows):
-            style = VERDICT_STYLE.get(v.status, "dim")
-            t.add_row(escape(workload) if i == 0 else "", escape(text) if i == 0 else "",
-                      escape("" if v.paper_value is None or i else str(v.paper_value)), escape(names[c.case_id]),
-                      escape(measured_text(v)), f"[{style}]{escape(verdict_text(v))}[/]", escape(interval_source(v)),
-                      end_section=i == len(rows) - 1)
-    if groups:
+    ordered = sorted(groups.items(), key=lambda kv: kv[0][0])
+    open_ = [(k, [(c, v) for c, v in rows if v.status != "pass"]) for k, rows in ordered]
+    open_ = [(k, rows) for k, rows in open_ if rows]
+    if open_:
+        t = Table(title="paper claims not passed in this run", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+        for col, ratio in (("workload", 1), ("claim (paper)", 3), ("case", 2), ("measured [interval]", 2),
+                           ("verdict", 1), ("interval from", 2)):
+            t.add_column(col, overflow="fold", ratio=ratio)
+        for (workload, text), rows in open_:
+            # the paper's figure where it is one; its words are in `harness list claims` and the report
+            paper = next((f" (paper: {v.paper_value})" for _, v in rows
+                          if v.paper_value is not None and len(str(v.paper_value)) <= PAPER_SHOWN), "")
+            for i, (c, v) in enumerate(rows):
+                style = VERDICT_STYLE.get(v.status, "dim")
+                t.add_row(escape(workload) if i == 0 else "", escape(text + paper) if i == 0 else "",
+                          escape(names[c.case_id]), escape(measured_text(v)),
+                          f"[{style}]{escape(verdict_text(v))}[/]", escape(interval_source(v)))
         parts.append(t)
+    passes = [(k, [(c, v) for c, v in rows if v.status == "pass"], len(rows)) for k, rows in ordered]
+    passes = [p for p in passes if p[1]]
+    if passes:
+        parts.append(Text("paper claims passed (one line per claim: the cases it passed on, measured)", style="bold"))
+        for (workload, text), rows, judged in passes:
+            share = f"{len(rows)}" if len(rows) == judged else f"{len(rows)} of {judged}"
+            cases = "; ".join(f"{names[c.case_id]}: {measured_text(v).split(' [')[0]}" for c, v in rows)
+            line = Text.assemble(("pass ", "green"), f"{workload}: {text} ({share}) {cases}")
+            line.no_wrap, line.overflow = True, "ellipsis"
+            parts.append(line)
     if not_applicable:
         parts.append(Text(f"({not_applicable} claim(s) do not apply to the case they were checked on: not listed)",
                           style="dim"))

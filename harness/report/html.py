@@ -13,12 +13,12 @@ import pandas as pd
 from harness.report import plots
 from harness.report.machines import report_table
 from harness.report.tables import (CASE_COLUMNS, CLAIM_COLUMNS, claim_tally, energy_note, iter_case_rows,
-                                   iter_claim_rows, machine_sections, nonempty, table_notes)
+                                   iter_claim_rows, machine_sections, nonempty, overview_sections, table_notes)
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
 font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}td.FAIL{color:#b00;font-weight:bold}td.pass{color:#070}td.inconclusive{color:#a60}img{max-width:100%;
-border:1px solid #eee;margin:0.5em 0}.note{color:#666}"""
+border:1px solid #eee;margin:0.5em 0}.note{color:#666}ol.legend{list-style:none;padding-left:0;font-size:12px}"""
 
 
 def _table(columns: list[str], rows: Iterable[list[str]], verdict_col: int | None = None) -> str:
@@ -39,9 +39,12 @@ def _table_parts(columns: list[str], rows: Iterable[list[str]], verdict_col: int
     yield "</tbody></table>"
 
 
-def _img(title: str, png: bytes) -> str:
+def _img(title: str, png: bytes, legend: list[str] | None = None) -> str:
+    """A figure; ``legend``: what the plot's numbered labels stand for, as its caption."""
     data = base64.b64encode(png).decode()
-    return f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}"></figure>'
+    caption = ("<figcaption class='note'><ol class='legend'>" + "".join(
+        f"<li>{html.escape(item)}</li>" for item in legend) + "</ol></figcaption>") if legend else ""
+    return f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}">{caption}</figure>'
 
 
 def html_report(df: pd.DataFrame, problems: list[str]) -> str:
@@ -55,6 +58,9 @@ def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
              f"<style>{CSS}</style></head><body><h1>hpml-harness report</h1>"
              f"<p class='note'>{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
              f"{html.escape(' ' + energy + '.') if energy else ''}</p>")
+    for title, columns, rows, note in overview_sections(df):
+        yield f"\n<h2>{html.escape(title)}</h2>\n<p class='note'>{html.escape(note)}</p>"
+        yield from _table_parts(columns, rows, verdict_col=None)
     yield f"\n<h2>Reproduction summary: paper claims ({html.escape(claim_tally(df))})</h2>\n"
     claims = nonempty(iter_claim_rows(df))
     if claims is None:
@@ -65,8 +71,8 @@ def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
     for title, columns, rows, note in machine_sections(df, wide):
         yield f"\n<h2>{html.escape(title)}</h2>\n<p class='note'>{html.escape(note)}</p>"
         yield from _table_parts(columns, rows, verdict_col=None)
-    for title, png in plots.machine_figures(wide):
-        yield "\n" + _img(title, png)
+    for title, png, legend in plots.machine_figures(wide):
+        yield "\n" + _img(title, png, legend)
     for workload, table_rows in iter_case_rows(df):
         yield f"\n<h2>{html.escape(workload)}</h2>\n"
         yield from _table_parts(CASE_COLUMNS, table_rows)

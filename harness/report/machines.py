@@ -1,10 +1,12 @@
 """Machines side by side: matched cases per machine with intervals, the claims' verdicts per
 machine, and performance portability.
 
-A machine is a record's ``machine`` label (the matched hardware profile, else CPU model,
-microarchitecture and host; emulated runs are their own machine). A case is matched across
-machines on workload, size, swept params, ranks, threads (or "all CPUs") and backend. Timings of emulated
-machines are never compared (their verdicts are shown, their ratios are not).
+A machine is a record's machine identity (harness.hardware.identity: a key from its facts, shown
+by its label or --machine-name; emulated runs are their own machine). A case is matched across
+machines on workload, size, swept params, ranks, threads (or "all CPUs"), backend **and workload
+version**: a machine that ran another version of a case is left out of that case's row and the
+case is listed once as "different protocol". Timings of emulated machines are never compared
+(their verdicts are shown, their ratios are not).
 
 Speed-up of machine M over the reference R on a case: median(R's seconds per repeat) /
 median(M's), with a seeded bootstrap interval (both sample sets resampled independently).
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import math
 import pathlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -70,15 +73,37 @@ def _samples(values: Any) -> np.ndarray:
     return np.asarray(values if isinstance(values, (list, tuple, np.ndarray)) else [], dtype=float)
 
 
+def matched_cases(ok: pd.DataFrame, names: list[str]) -> Iterator[tuple[tuple[Any, ...], dict[str, Any], dict[str, list[str]]]]:
+    """(case key, {machine: its row} of the machines that ran the compared version, {version:
+    machines} when machines ran different versions, else {}) per case of ``usable`` rows. The
+    compared version is the reference's (``names[0]``), else the one most machines ran."""
+    for key, group in ok.groupby(CASE_KEY, sort=True, dropna=False):
+        per = {r.machine: r for r in group.itertuples()}
+        versions: dict[str, list[str]] = {}
+        for m in names:
+            if m in per:
+                versions.setdefault(per[m].version, []).append(m)
+        if len(versions) < 2:
+            yield key, per, {}
+            continue
+        ref = per.get(names[0]) if names else None
+        chosen = ref.version if ref is not None else max(versions, key=lambda v: len(versions[v]))
+        yield key, {m: r for m, r in per.items() if r.version == chosen}, versions
+
+
 def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
     """One row per matched case; per machine: median seconds and interval, throughput, the
-    speed-up over the reference with its bootstrap interval, fraction of peak."""
+    speed-up over the reference with its bootstrap interval, fraction of peak. Cases that
+    machines ran in different versions are in ``attrs["different_protocol"]``: (case, {version:
+    machines})."""
     ok = usable(df)
     names = machines_of(ok, reference) if not ok.empty else []
     rows = []
-    for key, group in ok.groupby(CASE_KEY, sort=True, dropna=False):
+    different = []
+    for key, per, versions in matched_cases(ok, names):
         out: dict[str, Any] = dict(zip(CASE_KEY, key))
-        per = {r.machine: r for r in group.itertuples()}
+        if versions:
+            different.append((case_label(pd.Series(out)), versions))
         ref = per.get(names[0]) if names else None
         for m in names:
             r = per.get(m)
@@ -89,7 +114,7 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
             out[f"{m} | ci_high_s"] = r.ci95_high_s
             out[f"{m} | throughput"] = r.throughput
             out[f"{m} | fraction_of_peak"] = r.fraction_of_peak
-            out[f"{m} | commit"] = getattr(r, "commit", "") or ""
+            out[f"{m} | version"] = r.version
             if ref is not None and not r.emulated and not ref.emulated:
                 a, b = _samples(ref.samples), _samples(r.samples)
                 if len(a) and len(b):
@@ -100,6 +125,7 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
         rows.append(out)
     frame = pd.DataFrame(rows)
     frame.attrs["machines"] = names
+    frame.attrs["different_protocol"] = different
     return frame
 
 
@@ -153,7 +179,7 @@ def portability(df: pd.DataFrame, seed: int = 0) -> list[dict[str, Any]]:
     rng = np.random.default_rng(seed)
     for workload, group in ok.groupby("workload", sort=True):
         ran = set(group.machine)
-        cases = [g for _, g in group.groupby(CASE_KEY[1:], dropna=False) if set(g.machine) == set(names)]
+        cases = [g for _, g in group.groupby(CASE_KEY[1:] + ["version"], dropna=False) if set(g.machine) == set(names)]
         missing = [m for m in names if m not in ran]
         entry: dict[str, Any] = {"workload": workload, "machines": len(names), "cases": len(cases),
                                  "missing": missing}
@@ -222,13 +248,15 @@ def side_by_side_rows(wide: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             if fop is not None and not (isinstance(fop, float) and math.isnan(fop)):
                 text += f"; {100 * fop:.0f}% of peak"
             cells.append(text)
-        commits = {m: r.get(f"{m} | commit") for m in names if isinstance(r.get(f"{m} | commit"), str)
-                   and r.get(f"{m} | commit")}
-        cells.append("" if len(set(commits.values())) < 2 else
-                     "harness commits differ (the work may differ): "
-                     + ", ".join(f"{m[:24]} {c}" for m, c in commits.items()))
-        rows.append(cells)
-    return columns + ["note"], rows
+        if sum(bool(c) for c in cells[1:]) >= 2:   # a case only one machine ran (in this version) compares nothing
+            rows.append(cells)
+    return columns, rows
+
+
+def different_protocol_rows(wide: pd.DataFrame) -> list[list[str]]:
+    """One row per case that machines ran in different workload versions: not compared."""
+    return [[case, "; ".join(f"{v} on {', '.join(ms)}" for v, ms in versions.items())]
+            for case, versions in wide.attrs.get("different_protocol", [])]
 
 
 def portability_rows(entries: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:

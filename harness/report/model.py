@@ -7,11 +7,14 @@ work at its roof, one after another (no overlap),
 
     t = sum_p work_flops_p / peak_p + work_bytes / memory bandwidth,
 
-with the profile's whole-node (or whole-GPU) peaks. Where a record ran on a machine that matched
-that profile, the table also gives measured / predicted (1: at the roof; 10: a tenth of it).
+with the profile's whole-node (or whole-GPU) peaks. Only where a record ran on that profile's own
+SKU (an exact match, harness.hardware.identity.exact_profile) with every core of the node does
+the table also give measured / predicted (1: at the roof; 10: a tenth of it): a slice of a node,
+or another machine of the same family, is never judged against a whole node.
 """
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -50,6 +53,20 @@ def _work(metrics: Any) -> dict[str, float]:
     return out
 
 
+def _whole_node_of(r: Any, name: str, profile: dict[str, Any]) -> bool:
+    """The record ran on profile ``name``'s own SKU, on at least all of the node's cores."""
+    from harness.hardware.identity import exact_profile
+
+    try:
+        info = json.loads(r.machine_info)
+    except (TypeError, ValueError):
+        return False
+    if info.get("profile") != name or not exact_profile({"name": name, "match_by": info.get("profile_match")}):
+        return False
+    cores = (profile.get("cpu") or {}).get("cores")
+    return profile.get("kind") == "gpu" or (bool(cores) and r.ranks * r.threads >= cores)
+
+
 def model_rows(df: pd.DataFrame, profiles: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """(columns, rows): one row per ok case that reports its work (the latest per case and
     machine), one column per profile with the predicted seconds per repeat; a cell of the profile
@@ -70,7 +87,7 @@ def model_rows(df: pd.DataFrame, profiles: dict[str, dict[str, Any]]) -> tuple[l
         for name in names:
             t = predicted_seconds(work, profiles[name])
             text = "" if t is None else f"{t:.3g} s"
-            if t and r.median_s and not r.emulated and str(r.machine).split(" (")[0] == name:
+            if t and r.median_s and not r.emulated and _whole_node_of(r, name, profiles[name]):
                 text += f" (measured / predicted {r.median_s / t:.2g})"
             cells.append(text)
         rows.append(cells)

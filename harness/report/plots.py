@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import json
 import statistics
+import textwrap
 from typing import Any
 
 import pandas as pd
@@ -21,9 +22,14 @@ def _png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
+def wrapped(text: str, width: int = 34) -> str:
+    """A label over as many lines as it needs: never cut, so two labels never look alike."""
+    return "\n".join(textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False)) or text
+
+
 def _label(r: Any) -> str:
     params = "" if r.params == "{}" else f" {r.params}"
-    return f"{r.backend} {r.ranks}x{r.threads}{params}\n{r.machine[:28]}"
+    return wrapped(f"{r.backend} {r.ranks}x{r.threads}{params}") + "\n" + wrapped(str(r.machine))
 
 
 def times_figure(group: pd.DataFrame, workload: str) -> bytes | None:
@@ -56,7 +62,7 @@ def scaling_figure(group: pd.DataFrame, workload: str) -> bytes | None:
         g = g.groupby("ranks", as_index=False).median_s.median()
         base = g.median_s.iloc[0] * g.ranks.iloc[0]
         speedup = base / g.median_s
-        label = f"{backend} {params if params != '{}' else ''} {machine[:20]}"
+        label = wrapped(f"{backend} {params if params != '{}' else ''} {machine}", 60)
         a1.plot(g.ranks, speedup, "o-", label=label)
         a2.plot(g.ranks, speedup / g.ranks, "o-", label=label)
     a1.set_title("speed-up (vs the smallest rank count)")
@@ -106,7 +112,7 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
     for r in df.itertuples():
         pair = roofline_ceilings(r.ceilings, r.metrics) if r.status == "ok" and r.ceilings and r.metrics else None
         if pair:
-            pairs.setdefault(f"{r.backend} {r.threads} thr, {r.machine[:24]}", []).append(pair)
+            pairs.setdefault(f"{r.backend} {r.threads} thr, {r.machine}", []).append(pair)
     # one roofline per machine, backend and thread count (the median of its records), however many ran
     lines = [(label, statistics.median(p for p, _ in got), statistics.median(b for _, b in got))
              for label, got in pairs.items()]
@@ -123,7 +129,7 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
         flops = sum(v for k, v in work.items() if k.startswith("work_flops_") and isinstance(v, (int, float)))
         moved = work.get("work_bytes")
         if flops and isinstance(moved, (int, float)) and moved > 0 and r.median_s:
-            c = colour.get(r.machine[:24])
+            c = colour.get(str(r.machine))
             if c is not None:
                 ax.plot(flops / moved, flops / r.median_s / 1e9, "o", color=c)
                 ax.annotate(r.workload, (flops / moved, flops / r.median_s / 1e9), fontsize=6,
@@ -140,10 +146,11 @@ def workload_figures(group: pd.DataFrame, workload: str) -> list[tuple[str, byte
     return figures
 
 
-def machine_figures(wide: pd.DataFrame | None) -> list[tuple[str, bytes]]:
+def machine_figures(wide: pd.DataFrame | None) -> list[tuple[str, bytes, list[str]]]:
     """Grouped bars, one group per matched case and one bar per machine: the speed-up over the
     reference machine with its bootstrap interval as whiskers. ``wide``: the report's
-    :func:`~harness.report.machines.report_table` (None: one machine, no figure)."""
+    :func:`~harness.report.machines.report_table` (None: one machine, no figure). Cases are
+    numbered on the axis; the third item is the legend, the full case label of each number."""
     from harness.report.machines import case_label
 
     if wide is None:
@@ -163,17 +170,19 @@ def machine_figures(wide: pd.DataFrame | None) -> list[tuple[str, bytes]]:
         est = shown[f"{m} | speedup_vs_ref"].astype(float)
         lo = shown.get(f"{m} | speedup_low", est).astype(float).fillna(est)
         hi = shown.get(f"{m} | speedup_high", est).astype(float).fillna(est)
-        ax.barh(ys, est, height=width, label=m[:60],
+        ax.barh(ys, est, height=width, label=wrapped(m, 60),
                 xerr=[(est - lo).clip(lower=0), (hi - est).clip(lower=0)], capsize=2)
     ax.axvline(1.0, color="#444", linewidth=0.8)
     ax.set_yticks([i + width * (len(cols) - 1) / 2 for i in range(len(shown))])
-    ax.set_yticklabels([case_label(r)[:50] for _, r in shown.iterrows()], fontsize=7)
+    legend = [case_label(r) for _, r in shown.iterrows()]
+    ax.set_yticklabels([f"case {i}" for i in range(1, len(shown) + 1)], fontsize=7)
     ax.set_xscale("log")
     plain_log_ticks(ax)
     from matplotlib.ticker import FuncFormatter
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "1235" else ""))
     ax.tick_params(axis="x", which="minor", labelsize=7)
-    ax.set_xlabel(f"speed-up over {names[0][:50]}\n(log scale; whiskers: 95% bootstrap interval; none: 1 repeat)")
+    ax.set_xlabel(wrapped(f"speed-up over {names[0]}", 80)
+                  + "\n(log scale; whiskers: 95% bootstrap interval; none: 1 repeat)")
     ax.invert_yaxis()
     ax.legend(fontsize=7, loc="best")
-    return [("speed-up per matched case and machine", _png(fig))]
+    return [("speed-up per matched case and machine", _png(fig), [f"case {i}: {t}" for i, t in enumerate(legend, 1)])]

@@ -55,7 +55,8 @@ def iter_case_rows(df: pd.DataFrame) -> Iterator[tuple[str, list[list[str]]]]:
                 + (f" ({r.control} of a control)" if r.control else ""),
                 _num(r.median_s) + (EMU_MARK if r.emulated and _num(r.median_s) else ""), ci,
                 f"{_num(r.throughput)} {r.throughput_unit}" if _num(r.throughput) else "",
-                _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%"),
+                _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%")
+                or ("not given: " + r.peak_problem if getattr(r, "peak_problem", "") else ""),
                 _num(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
                 _num(r.comm_imbalance, "{:.3f}"),
                 energy_text(r.energy_j, r.median_s, r.throughput, r.throughput_unit),
@@ -237,6 +238,8 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
     energy = energy_note(df)
     yield (f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
            + (f" {energy}." if energy else ""))
+    for title, columns, rows, note in overview_sections(df):
+        yield f"\n\n## {title}\n\n" + (f"{note}\n\n" if note else "") + markdown_table(columns, rows)
     yield f"\n\n## Reproduction summary: paper claims ({claim_tally(df)})\n\n"
     claims = nonempty(iter_claim_rows(df))
     if claims is None:
@@ -254,27 +257,51 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
     yield "\n"
 
 
+def overview_sections(df: pd.DataFrame) -> Iterator[tuple[str, list[str], list[list[str]], str]]:
+    """What a report of 2+ machines opens with: the machines (what each is, its peaks and where
+    they come from), the speed-up per workload over the reference, the verdict matrix."""
+    from harness.report import machines, overview
+
+    if df.empty or df.machine.nunique() < 2:
+        return
+    columns, rows = overview.machine_rows(df)
+    yield ("Machines", columns, rows,
+           "Each machine as its facts say (harness.hardware.identity), never named after a hardware profile it "
+           "only resembles. fp64 peak: a profile's for its own SKU, else derived from the core and the reported "
+           "clock; measured: the roofline's best fp64 GEMM here.")
+    columns, rows = overview.speedup_matrix(df, df.attrs.get("reference"))
+    if rows:
+        yield (f"Speed-up per workload over {machines.machines_of(df, df.attrs.get('reference'))[0]}", columns, rows,
+               "Geometric mean over the cases both machines ran in the same workload version of median(reference "
+               "s) / median(machine s) [95% bootstrap interval]; above 1: faster than the reference.")
+    names, rows = machines.verdict_matrix(df)
+    if rows:
+        yield ("Claims per machine", ["claim", *names], rows,
+               "One row per claim, one column per machine: the verdicts of that machine's cases.")
+
+
 def machine_sections(df: pd.DataFrame, wide: pd.DataFrame | None = None) -> Iterator[tuple[str, list[str], list[list[str]], str]]:
-    """(title, columns, rows, note) of the sections about machines: when the records come from
-    more than one machine, the verdict matrix and the matched cases per machine (``wide``: the
-    report's :func:`~harness.report.machines.report_table`, made here when not given); the
-    roofline model of other machines; performance portability across the machines."""
+    """(title, columns, rows, note) of the detailed sections about machines, after the overview:
+    the matched cases per machine (``wide``: the report's :func:`~harness.report.machines.report_table`,
+    made here when not given) and the cases not compared for their versions; the roofline
+    model of the profiles; performance portability across the machines."""
     from harness.report import machines
 
     several = not df.empty and df.machine.nunique() >= 2
     if several:
-        names, rows = machines.verdict_matrix(df)
-        if rows:
-            yield ("Claims per machine", ["claim", *names], rows,
-                   "One row per claim, one column per machine: the verdicts of that machine's cases.")
         wide = wide if wide is not None else machines.report_table(df)
         if not wide.empty and len(wide.attrs["machines"]) > 1:
             columns, table = machines.side_by_side_rows(wide)
             yield ("Machines side by side", columns, table,
-                   f"Per matched case and machine: median seconds per repeat [95% interval]; x speed-up over "
-                   f"{wide.attrs['machines'][0]} (the reference) [95% bootstrap interval]; % of the machine's "
-                   "peak where the workload declares it. Emulated machines show no speed-up (their timings are "
-                   "not the machine's).")
+                   f"Per case that 2+ machines ran in the same workload version: median seconds per repeat [95% "
+                   f"interval]; x speed-up over {wide.attrs['machines'][0]} (the reference) [95% bootstrap "
+                   "interval]; % of the machine's peak where the workload declares it and the peak is the "
+                   "machine's. Emulated machines show no speed-up (their timings are not the machine's).")
+            different = machines.different_protocol_rows(wide)
+            if different:
+                yield ("Not compared: different protocol", ["case", "workload versions"], different,
+                       "These cases ran in different workload versions (the plugin's code or protocol_version "
+                       "changed between the runs): the work differs, so their times are not compared.")
     if not df.empty:
         yield from model_sections(df)
     entries = machines.portability(df) if several else []

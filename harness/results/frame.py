@@ -20,9 +20,10 @@ NESTED_COLUMNS = ["samples", "metrics", "ceilings", "claims", "phases"]
 # (and "ceiling_metrics": only the metrics a workload names as machine ceilings).
 EVERYTHING = frozenset(NESTED_COLUMNS) | {"metric_lists", "evidence"}
 
-COLUMNS = ["file", "workload", "case_id", "size", "params", "machine", "emulated", "backend", "library",
+COLUMNS = ["file", "workload", "version", "case_id", "size", "params", "machine", "machine_key", "machine_info",
+           "emulated", "backend", "library",
            "verified", "ranks", "threads", "usable_cpus", "status", "reason", "median_s", "ci95_low_s", "ci95_high_s", "cov",
-           "unstable", "throughput", "throughput_unit", "fraction_of_peak", "comm_fraction", "comm_imbalance",
+           "unstable", "throughput", "throughput_unit", "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
            "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
            "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_total", "control",
            "created", "run_id", "commit", "samples", "metrics", "ceilings", "claims", "phases"]
@@ -43,10 +44,13 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
     return {
         "file": source,
         "workload": record.workload.name,
+        "version": record.work_version,
         "case_id": record.case_id,
         "size": record.size,
         "params": json.dumps(record.swept or {}, sort_keys=True),
         "machine": record.machine,
+        "machine_key": record.machine_key,
+        "machine_info": machine_info(record),
         "emulated": record.emulated,
         "backend": record.backend.label,
         "library": record.backend.library or "",
@@ -64,6 +68,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "throughput": throughput,
         "throughput_unit": unit,
         "fraction_of_peak": record.fraction_of_peak(),
+        "peak_problem": record.peak_problem(),
         "comm_fraction": comm.fraction_max if comm else None,
         "comm_imbalance": comm.imbalance if comm else None,
         "energy_j": energy.get("median_j"),           # median joules per measured repeat (rank 0's node)
@@ -89,6 +94,30 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         # JSON text {phase: slowest rank's seconds per repeat}, for the same reason as claims
         "phases": json.dumps({k: v.max_s for k, v in record.phases.items()}) if "phases" in keep else None,
     }
+
+
+@functools.lru_cache(maxsize=256)
+def _info_text(identity_json: str, hardware_json: str, profile_json: str) -> str:
+    from harness.hardware.identity import profile_relation
+    from harness.hardware.peaks import machine_peaks
+
+    ident, hardware, profile = json.loads(identity_json), json.loads(hardware_json), json.loads(profile_json)
+    cpu = hardware.get("cpu") or {}
+    return json.dumps({
+        "key": ident.get("key"), "label": ident.get("label"), "name": ident.get("name"), "core": ident.get("core"),
+        "facts": ident.get("facts"), "clock_mhz": cpu.get("max_mhz"),
+        "profile": profile.get("name"), "profile_match": profile.get("match_by"), "relation": profile_relation(profile),
+        "derived_peaks": machine_peaks(hardware, {}, {}),
+    }, sort_keys=True)
+
+
+def machine_info(record: Record) -> str:
+    """JSON text of what a report says about the record's machine: identity, its relation to
+    a profile, the peaks derived from its core and clock (for every usable CPU). One text per
+    machine (cached, interned), however many records it ran."""
+    hardware = {k: record.hardware.get(k) for k in ("cpu", "emulation", "gpus")}
+    return _info_text(json.dumps(record.machine_identity, sort_keys=True), json.dumps(hardware, sort_keys=True, default=str),
+                      json.dumps({k: record.profile.get(k) for k in ("name", "match_by")}))
 
 
 def _metrics(record: Record, keep: frozenset[str]) -> dict[str, Any] | None:
@@ -120,7 +149,7 @@ def _claim_json(claim: Any, evidence: bool) -> dict[str, Any]:
 # Columns whose values repeat from row to row: interned where a row is made, so that the
 # rows a reading process sends back share one string per chunk (pickle keeps one copy of an
 # object it meets twice), not one per row.
-REPEATING = ("file", "workload", "size", "params", "machine", "backend", "library", "status",
+REPEATING = ("file", "workload", "version", "size", "params", "machine", "machine_key", "machine_info", "backend", "library", "status",
              "throughput_unit", "energy_method", "allreduce_profiler", "control", "run_id", "commit")
 
 
@@ -140,7 +169,20 @@ def load_frame(paths: Iterable[str | pathlib.Path], keep: frozenset[str] = EVERY
     from harness.results.scan import scan
 
     rows, problems = scan(paths, functools.partial(row_values, keep=keep))
-    return pd.DataFrame.from_records(rows, columns=COLUMNS), problems
+    return distinct_machine_names(pd.DataFrame.from_records(rows, columns=COLUMNS)), problems
+
+
+def distinct_machine_names(df: pd.DataFrame) -> pd.DataFrame:
+    """Machines are told apart by key: where two keys share one label (two VMs that differ in
+    memory, or a v3 record whose virtualisation is unknown), each label gets its key appended."""
+    if df.empty:
+        return df
+    keys_per_name = df.groupby("machine").machine_key.nunique()
+    shared = set(keys_per_name[keys_per_name > 1].index)
+    if shared:
+        hit = df.machine.isin(shared)
+        df.loc[hit, "machine"] = df.machine[hit] + " {" + df.machine_key[hit] + "}"
+    return df
 
 
 def load(paths: Iterable[str | pathlib.Path] | str | pathlib.Path) -> pd.DataFrame:

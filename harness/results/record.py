@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.claims import POINT_ESTIMATE, ClaimVerdict, as_number
 from harness.hardware.identity import display, identity
+from harness.hardware.peaks import IMPOSSIBLE
 
 SCHEMA_ID = "hpml-harness/record"
 SCHEMA_VERSION = 4
@@ -203,12 +204,17 @@ class Record:
     def machine(self) -> str:
         """The machine as a report names it: the user's --machine-name, else the label made from
         its facts ("AMD EPYC (zen4), 2 vCPU, VM"); never a profile's or a host's name."""
-        return display(self.identity or identity(self.hardware)) + (" [emulated]" if self.emulated else "")
+        return display(self.machine_identity) + (" [emulated]" if self.emulated else "")
+
+    @property
+    def machine_identity(self) -> dict[str, Any]:
+        """The record's ``machine`` section (made from its hardware section where it has none yet)."""
+        return self.identity or identity(self.hardware)
 
     @property
     def machine_key(self) -> str:
         """The stable key of the machine's facts (two machines with one label have two keys)."""
-        return str((self.identity or identity(self.hardware))["key"])
+        return str(self.machine_identity["key"])
 
     @property
     def work_version(self) -> str:
@@ -223,10 +229,34 @@ class Record:
             return None, ""
         return self.number(tp.metric), tp.unit
 
-    def fraction_of_peak(self) -> float | None:
-        """The declared fraction-of-peak metric (0..1), where the workload declares one."""
+    def _declared_fraction(self) -> float | None:
         tp = self.workload.throughput
         return self.number(tp.fraction_of_peak) if tp is not None and tp.fraction_of_peak else None
+
+    def fraction_of_peak(self) -> float | None:
+        """The declared fraction-of-peak metric (0..1), where the workload declares one and the
+        peak was this machine's: None above 1.05, and None for an older record judged against a
+        profile it matched only by family, core or GPU (:meth:`peak_problem` says why)."""
+        value = self._declared_fraction()
+        return None if value is None or self.peak_problem() else value
+
+    def peak_problem(self) -> str:
+        """Why the record's fraction of peak is not given ('' when it is): the workload's own
+        ``peak_problem`` metric; a fraction above 1.05; or, for a record made before peaks were the
+        machine's own (no ``peak_source`` metric), a profile that is not this SKU."""
+        said = self.metrics.get("peak_problem")
+        if isinstance(said, str) and said:
+            return said
+        value = self._declared_fraction()
+        if value is None:
+            return ""
+        if value > IMPOSSIBLE:
+            return (f"fraction of peak {value:.2f}: measured beats the peak it was judged against, so that peak "
+                    "is not this machine's")
+        if "peak_source" not in self.metrics and self.profile.get("match_by") not in ("model", "model name"):
+            return (f"judged against profile {self.profile.get('name')!r}, matched by "
+                    f"{self.profile.get('match_by')}: not this machine's peak")
+        return ""
 
     def number(self, metric: str) -> float | None:
         """A numeric metric, or None when missing or not a number."""
