@@ -82,7 +82,7 @@ def harness_case_finished(record: dict[str, Any]) -> None:
     """One case's record has been written: for exporters and live dashboards.
 
     :param record: exactly the line stored in ``OUT/results.jsonl``, as a dict valid against the
-        record JSON Schema (version 3): non-finite numbers are null there, with a note in
+        record JSON Schema (version 4): non-finite numbers are null there, with a note in
         ``reason``, as every reader of the file sees them (``harness.Record.from_json`` turns it
         into the typed record; the fields are listed in docs/plugins.md).
 

@@ -69,7 +69,7 @@ class Registry:
         return problems
 
     def notify_case_finished(self, stored: dict[str, Any]) -> list[Problem]:
-        """Hooks receive the line as it was stored (a plain dict, schema version 3): a stable
+        """Hooks receive the line as it was stored (a plain dict, schema version 4): a stable
         contract, the same values (NaN as null, with the note) that readers of the file see."""
         return self._notify("harness_case_finished", record=stored)
 

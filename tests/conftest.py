@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from fixtures.hostile_plugins import make_plugin
+from harness.hardware.identity import identity
 from harness.results.record import BackendInfo, LaunchInfo, ProtocolInfo, Record, Stats, WorkloadInfo
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -91,7 +92,7 @@ def read_jsonl(path: pathlib.Path) -> list[dict]:
 
 
 def make_record(**changes) -> Record:
-    """A small valid version-2 record; ``changes`` replace top-level fields."""
+    """A small valid record of the current schema; ``changes`` replace top-level fields."""
     rec = Record(
         id="0123456789abcdef", case_id="w[smoke]{}", run_id="r", created="2026-12-02T00:00:00+00:00",
         status="ok", workload=WorkloadInfo("w", "t:w"), size="smoke", params={},
@@ -103,6 +104,8 @@ def make_record(**changes) -> Record:
                     unstable=False))
     for key, value in changes.items():
         setattr(rec, key, value)
+    if "identity" not in changes:     # the machine section, as the harness makes it from the hardware
+        rec.identity = identity(rec.hardware)
     return rec
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import json
 
 import numpy as np
 import pytest
@@ -35,6 +36,10 @@ def _machine(folder, model: str, scale: float, verdict: str, cpus: int = 2) -> N
         append_record(folder / "results.jsonl", rec)
 
 
+# machines are named by their facts: the model string (its "CPU" word dropped) and the usable CPUs
+SLOW, FAST = "Slow, 2 CPUs", "Fast, 16 CPUs"
+
+
 @pytest.fixture
 def two_machines(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
@@ -52,16 +57,16 @@ def test_a_known_2x_difference_comes_out_as_2_with_an_interval_covering_it(two_m
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 2                                # one row per matched case
-    fast = "Fast CPU @ fast cpu"
+    fast = FAST
     for row in rows:
         assert row["cpus"] == "all"                      # one rank on every CPU matches across 2 and 16 cores
         ratio, lo, hi = (float(row[f"{fast} | speedup{s}"]) for s in ("_vs_ref", "_low", "_high"))
         assert ratio == pytest.approx(2.0, rel=0.02) and lo < 2.0 < hi and hi / lo < 1.1
-        assert float(row[f"{fast} | median_s"]) < float(row["Slow CPU @ slow cpu | median_s"])
+        assert float(row[f"{fast} | median_s"]) < float(row[f"{SLOW} | median_s"])
     again = harness_cli("report", str(a), str(b), "--by-machine", "--reference", "fast", "--out", str(out))
     assert again.returncode == 0, again.stderr
     row = next(csv.DictReader(out.open()))
-    assert float(row["Slow CPU @ slow cpu | speedup_vs_ref"]) == pytest.approx(0.5, rel=0.02)
+    assert float(row[f"{SLOW} | speedup_vs_ref"]) == pytest.approx(0.5, rel=0.02)
     bad = harness_cli("report", str(a), str(b), "--by-machine", "--reference", "power9", "--out", str(out))
     assert bad.returncode == 2 and "no machine matches" in bad.stderr
     md = harness_cli("report", str(a), str(b), "--by-machine")
@@ -72,11 +77,11 @@ def test_verdict_matrix_and_portability(two_machines) -> None:
     a, b = two_machines
     df = load([a, b])
     names, rows = verdict_matrix(df)
-    assert names == ["Slow CPU @ slow cpu", "Fast CPU @ fast cpu"]
+    assert names == [SLOW, FAST]
     assert rows == [["w: m >= 1", "FAIL", "pass"]]
     (entry,) = portability(df)
     # application efficiency: the fast machine 1, the slow one 0.5: PP = 2 / (1 + 2) = 2/3
-    assert entry["efficiency"] == pytest.approx({"Slow CPU @ slow cpu": 0.5, "Fast CPU @ fast cpu": 1.0}, rel=0.02)
+    assert entry["efficiency"] == pytest.approx({SLOW: 0.5, FAST: 1.0}, rel=0.02)
     assert entry["pp_app"] == pytest.approx(2 / 3, rel=0.02)
     assert entry["pp_app_low"] <= entry["pp_app"] <= entry["pp_app_high"]
     wide = by_machine(df)
@@ -90,7 +95,7 @@ def test_a_machine_that_did_not_run_a_workload_gives_portability_zero(two_machin
     append_record(c / "results.jsonl", make_record(id="c000000000000000", workload=make_record().workload.__class__(
         "other", "t:other"), hardware={"arch": "x86_64", "hostname": "c", "cpu": {"model": "Third CPU"}}))
     (entry,) = [e for e in portability(load([a, b, c])) if e["workload"] == "w"]
-    assert entry["pp_app"] == 0.0 and entry["missing"] == ["Third CPU @ c"]
+    assert entry["pp_app"] == 0.0 and entry["missing"] == ["Third"]
 
 
 def test_gallery_and_cross_arch_records_render_side_by_side(harness_cli, tmp_path) -> None:
@@ -108,14 +113,18 @@ def test_gallery_and_cross_arch_records_render_side_by_side(harness_cli, tmp_pat
     md = tmp_path / "r.md"
     assert harness_cli("report", *inputs, "--out", str(md)).returncode == 0
     text = md.read_text()
-    for section in ("## Claims per machine", "## Machines side by side", "## Performance portability"):
+    for section in ("## Machines\n", "## Claims per machine", "## Machines side by side", "## Performance portability"):
         assert section in text
     side = text.split("## Machines side by side")[1].split("\n## ")[0]
-    # the H200 capture predates the Zen 4 one: a row that matches across them says the commits differ
-    assert "harness commits differ" in side
+    # the H200 capture ran other workload versions than the Zen 4 one: those cases are listed once,
+    # not compared, and no row carries a commit note
+    assert "commits differ" not in text
+    different = text.split("## Not compared: different protocol")[1].split("\n## ")[0]
+    assert "roofline[small]" in different and "NVIDIA H200" in different
     header = next(line for line in side.splitlines() if line.startswith("| case |"))
     columns = [c.strip() for c in header.strip("|").split("|")]
-    assert "h200-sxm" in columns and sum("[emulated]" in c for c in columns) >= 1 and len(columns) >= 4
+    assert any("NVIDIA H200" in c for c in columns) and not any("h200-sxm" in c for c in columns)
+    assert sum("[emulated]" in c for c in columns) >= 1 and len(columns) >= 4
     emulated = [i for i, c in enumerate(columns) if "[emulated]" in c]
     for line in side.splitlines()[4:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -123,7 +132,7 @@ def test_gallery_and_cross_arch_records_render_side_by_side(harness_cli, tmp_pat
     html = tmp_path / "r.html"
     assert harness_cli("report", *inputs, "--out", str(html)).returncode == 0
     page = html.read_text()
-    assert "speed-up per matched case and machine" in page and "Performance portability" in page
+    assert "Performance portability" in page and "Not compared: different protocol" in page
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         return
@@ -137,18 +146,25 @@ def test_gallery_and_cross_arch_records_render_side_by_side(harness_cli, tmp_pat
 
 def test_roofline_model_predicts_from_the_reported_work() -> None:
     """t = flops / peak + bytes / bandwidth per precision; a profile without a needed peak gives
-    no prediction; a record's own matched profile gets measured / predicted."""
+    no prediction; measured / predicted only where the record ran on the profile's own SKU with
+    the whole node (never a slice, never a machine of the same family)."""
     import pandas as pd
 
     from harness.report.model import model_rows, predicted_seconds
 
-    node = {"peak": {"fp64_gflops": 1000.0, "fp32_gflops": 2000.0}, "memory": {"bandwidth_gbs": 100.0}}
+    node = {"kind": "cpu-node", "cpu": {"cores": 2}, "peak": {"fp64_gflops": 1000.0, "fp32_gflops": 2000.0},
+            "memory": {"bandwidth_gbs": 100.0}}
     work = {"work_flops_fp64": 2e12, "work_flops_fp32": 2e12, "work_bytes": 5e11}
     assert predicted_seconds(work, node) == pytest.approx(2.0 + 1.0 + 5.0)
     assert predicted_seconds(work, {"peak": {"fp64_gflops": 1.0}}) is None
-    df = pd.DataFrame([{"workload": "w", "size": "small", "params": "{}", "ranks": 1, "threads": 1,
-                        "backend": "default", "machine": "node", "emulated": False, "status": "ok",
-                        "control": "", "created": "2026", "median_s": 16.0, "metrics": work}])
+    def row(machine: str, threads: int, match_by: str) -> dict:
+        return {"workload": "w", "size": "small", "params": "{}", "ranks": 1, "threads": threads,
+                "backend": "default", "machine": machine, "emulated": False, "status": "ok", "control": "",
+                "created": "2026", "median_s": 16.0, "metrics": work,
+                "machine_info": json.dumps({"profile": "node", "profile_match": match_by})}
+    df = pd.DataFrame([row("the node", 2, "model"), row("a slice of it", 1, "model"), row("its cousin", 2, "family")])
     columns, rows = model_rows(df, {"node": node, "other": {"peak": {}, "memory": {}}})
     assert columns == ["case (where it was measured)", "measured there", "node", "other"]
-    assert rows == [["w[small] on node", "16 s", "8 s (measured / predicted 2)", ""]]
+    assert sorted(rows) == sorted([["w[small] on the node", "16 s", "8 s (measured / predicted 2)", ""],
+                                   ["w[small] on a slice of it", "16 s", "8 s", ""],
+                                   ["w[small] on its cousin", "16 s", "8 s", ""]])

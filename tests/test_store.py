@@ -79,7 +79,7 @@ def test_version_1_files_still_load_and_keep_their_figures() -> None:
     for old, new in zip(raw, records):
         assert new.case_id == old["case_id"] and new.status == old["status"]
         assert new.samples == old["samples"] and new.metrics == old["metrics"]
-        assert schema_errors(new.to_json()) == []          # upgraded records are valid version 3
+        assert schema_errors(new.to_json()) == []          # upgraded records are valid version 4
         for c_old, c_new in zip(old["claims"], new.claims):
             assert c_new.passed is c_old["passed"]
             if c_old["passed"] is None:
@@ -88,7 +88,7 @@ def test_version_1_files_still_load_and_keep_their_figures() -> None:
     assert {"pass", "not_applicable"} <= statuses
     baseline = next(r for r in records if r.swept == {"msf": 1})
     assert {c.status for c in baseline.claims if c.relative_to} == {"not_applicable"}
-    assert upgrade_v1(raw[0])["schema_version"] == 2 and upgrade(raw[0])["schema_version"] == 3
+    assert upgrade_v1(raw[0])["schema_version"] == 2 and upgrade(raw[0])["schema_version"] == 4
     judged = [c for r in records for c in r.claims if c.status in ("pass", "fail")]
     assert judged and all(c.interval is None and c.interval_method.startswith("point estimate") for c in judged)
 

@@ -10,6 +10,8 @@ from rich.table import Table
 
 from harness.commands.common import console, machine, registry
 from harness.errors import UsageError
+from harness.hardware.identity import identity, profile_relation
+from harness.hardware.peaks import machine_peaks
 from harness.launch.mpi import find_mpiexec, flavour
 from harness.provenance import inherited_environment, numerics_environment, software
 from harness.results.record import Record
@@ -28,14 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def measured_ceilings(paths: list[str], fp: dict) -> list[dict[str, object]]:
     """The latest ok figures of every declared ceiling (``Workload.ceilings``) per (workload, backend,
-    threads) measured on this host and CPU.
+    threads) measured on this machine (same machine key).
 
     An unmatched machine has no profile peaks; these are what it has shown it can do."""
     records, _ = load_records(paths)
     latest: dict[tuple[str, str, int], Record] = {}
+    key = identity(fp)["key"]
     for r in records:
-        if (not r.ok or not r.workload.ceilings or r.hardware.get("hostname") != fp["hostname"]
-                or (r.hardware.get("cpu") or {}).get("model") != fp["cpu"]["model"]
+        if (not r.ok or not r.workload.ceilings or r.machine_key != key
                 or not any(r.number(m) is not None for m in r.workload.ceilings)):
             continue
         key = (r.workload.name, r.backend.label, r.launch.threads)
@@ -78,7 +80,7 @@ def info_document(results: list[str] | None) -> tuple[dict[str, Any], list[str]]
     """What ``harness info --json`` prints (the fingerprint, matched profile, MPI, numerics
     environment, software, backends and measured ceilings) and the results paths the ceilings came
     from (``results``; None: ./results if it exists). ``harness capture`` writes the same document."""
-    fp, profile, _ = machine()
+    fp, profile, profile_data = machine()
     mpiexec = find_mpiexec()
     mpi = {"mpiexec": str(mpiexec) if mpiexec else None, "flavour": flavour(mpiexec) if mpiexec else None}
     paths = results if results else (["results"] if pathlib.Path("results").is_dir() and
@@ -89,7 +91,8 @@ def info_document(results: list[str] | None) -> tuple[dict[str, Any], list[str]]
         if results:
             raise
         ceilings = []  # the default folder holds no results files yet
-    return {"hardware": fp, "profile": profile, "mpi": mpi, "environment": numerics_environment(inherited_environment()),
+    return {"hardware": fp, "machine": identity(fp), "peaks": machine_peaks(fp, profile, profile_data),
+            "profile": profile, "mpi": mpi, "environment": numerics_environment(inherited_environment()),
             "software": software(), "backends": _backend_rows(), "measured_ceilings": ceilings}, paths
 
 
@@ -109,12 +112,14 @@ def main(args: argparse.Namespace) -> int:
     t.add_column("value", overflow="fold")
     uarch = cpu.get("microarch") or {}
     emulation = fp.get("emulation") or {}
-    profile_text = profile["name"] or (f"unmatched ({profile['reason']})"
+    profile_text = profile_relation(profile) or (f"unmatched ({profile['reason']})"
                                        + ("; measured ceilings below" if ceilings else
                                           "; measure it: harness run --workload roofline"))
-    if profile["name"] and profile.get("match_by"):
-        profile_text += f" (by {profile['match_by']}{': ' + profile['reason'] if profile.get('reason') else ''})"
+    if profile["name"] and profile.get("reason"):
+        profile_text += f" ({profile['reason']})"
+    me, peaks = doc["machine"], doc["peaks"]
     for key, value in [
+        ("machine", f"{me['label']} (key {me['key']}; core from {me['core_from']})"),
         ("host", fp["hostname"]),
         ("arch", fp["arch"] + (f"  EMULATED: {emulation.get('evidence')}" if emulation.get("emulated") else "")),
         ("cpu", cpu['model'] + (f" ({cpu['vendor']})" if cpu['vendor'] else "")),
@@ -126,7 +131,11 @@ def main(args: argparse.Namespace) -> int:
         ("memory", f"{fp['memory_bytes'] / 2**30:.1f} GiB"),
         ("GPUs", ", ".join(g["name"] for g in fp["gpus"]) or "none"),
         ("clock", _tuning_text(fp.get("tuning") or {})),
-        ("profile", profile_text),
+        ("virtualised", {True: "yes", False: "no", None: "unknown"}[(fp.get("virtualisation") or {}).get("virtualised")]
+         + f" ({(fp.get('virtualisation') or {}).get('evidence', '')})"),
+        ("hardware profile", profile_text),
+        ("fp64 peak", f"{peaks['fp64_gflops']:.4g} GFLOP/s, {peaks['how']}" if peaks.get("fp64_gflops")
+         else f"none: {peaks.get('how')}"),
         ("mpiexec", f"{mpi['mpiexec']} ({mpi['flavour']})" if mpiexec else "none: pip install 'hpml-harness[mpi]'"),
         ("numerics env", " ".join(f"{k}={v}" for k, v in env.items()) or "(none set)"),
     ]:

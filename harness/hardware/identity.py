@@ -2,8 +2,8 @@
 
 A machine is never its hostname or the hardware profile it resembles. Its **key** is a hash of
 the facts that make two runs comparable: architecture, vendor, CPU model string, archspec
-microarchitecture, sockets and usable CPUs, memory (rounded to 2 significant GiB, so a kernel's
-few reserved MiB do not split a machine), GPU models and count, virtualised or not, emulated or
+microarchitecture, sockets and usable CPUs, memory (GiB rounded up to 2 significant digits, so a
+kernel's few reserved MiB do not split a machine), GPU models and count, virtualised or not, emulated or
 not. Two VMs with one hidden CPU string but other core counts are two machines; one machine
 seen from two hostnames is one.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import pathlib
 import re
 from typing import Any
@@ -27,6 +28,7 @@ from harness.hardware.sysfs import read_value
 # per family: 17h Zen/Zen 2, 19h Zen 3/Zen 4 (AVX-512 from Zen 4), 1Ah Zen 5).
 AMD_FAMILIES = {23: "zen2", 25: "zen3", 26: "zen5"}
 AMX_FLAG = "amx_tile"
+UNKNOWN_CORE = "unknown core"
 # archspec names from Sapphire Rapids on have AMX in their feature set; older names with the AMX
 # flag mean a VM that hides what archspec needs (the issue's KVM guest said "icelake").
 AMX_NAMES = {"sapphirerapids", "emeraldrapids", "graniterapids", "diamondrapids"}
@@ -71,7 +73,7 @@ def core_name(cpu: dict[str, Any]) -> tuple[str, str]:
         source = f"CPUID family {family}{' with AVX-512' if 'avx512f' in flags else ''} (archspec: {uarch.get('name')})"
     if AMX_FLAG in flags and name and name not in AMX_NAMES:
         name += "+AMX"
-    return name or "unknown core", source
+    return name or UNKNOWN_CORE, source
 
 
 def short_model(model: str) -> str:
@@ -84,10 +86,14 @@ def short_model(model: str) -> str:
 
 
 def round_gib(memory_bytes: Any) -> float | None:
-    """Memory in GiB to 2 significant digits (23.54 -> 24, 125.8 -> 130): the size class."""
+    """Memory in GiB rounded up to 2 significant digits (23.49 and 23.54 -> 24, 125.8 -> 130):
+    the kernel reports a little less than the nominal size, by an amount that varies with its
+    version, and rounding up keeps one machine on one side of the boundary."""
     if not isinstance(memory_bytes, (int, float)) or memory_bytes <= 0:
         return None
-    return float(f"{memory_bytes / 2**30:.2g}")
+    gib = memory_bytes / 2**30
+    step = 10.0 ** (math.floor(math.log10(gib)) - 1)
+    return float(f"{math.ceil(round(gib / step, 6)) * step:.6g}")
 
 
 def facts(hardware: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +133,7 @@ def label(hardware: dict[str, Any]) -> str:
         core, _ = core_name(cpu)
         n = f["cpus"]
         unit = "vCPU" if f["virtualised"] else "CPUs"
-        text = f"{short_model(f['model'])} ({core})" + (f", {n} {unit}" if n else "")
+        text = short_model(f["model"]) + (f" ({core})" if core != UNKNOWN_CORE else "") + (f", {n} {unit}" if n else "")
         if f["virtualised"]:
             text += ", VM"
     for g in f["gpus"]:

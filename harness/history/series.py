@@ -81,16 +81,21 @@ def record_label(record: Record) -> str:
 
 
 def build_series(records: list[Record]) -> list[Series]:
-    """The records as series, one per (case_id, machine); records of controls are left out (they
-    are other cases), and so are records without a run id."""
-    groups: dict[tuple[str, str], dict[str, list[Record]]] = {}
+    """The records as series, one per (case_id, machine, workload version): a new version is
+    other work and starts a series of its own. Records from before versions were kept (schema 3
+    and older) form one series per case and machine, as they always did. Records of controls
+    are left out (they are other cases), and so are records without a run id."""
+    groups: dict[tuple[str, str, str], dict[str, list[Record]]] = {}
     order = {id(r): i for i, r in enumerate(records)}     # ties of `created` (1 s) go by file order
     for r in records:
         if r.control is not None or not r.run_id:
             continue
-        groups.setdefault((r.case_id, r.machine), {}).setdefault(r.run_id, []).append(r)
+        groups.setdefault((r.case_id, r.machine, r.workload.version), {}).setdefault(r.run_id, []).append(r)
+    several = {}
+    for case_id, machine, version in groups:
+        several.setdefault((case_id, machine), []).append(version)
     out = []
-    for (case_id, machine), runs in groups.items():
+    for (case_id, machine, version), runs in groups.items():
         points = []
         for run_id, recs in runs.items():
             recs.sort(key=lambda r: (r.created, order[id(r)]))
@@ -100,8 +105,11 @@ def build_series(records: list[Record]) -> list[Series]:
             points.append(Point(run_id=run_id, created=recs[0].created, records=recs, samples=samples))
         points.sort(key=lambda p: (p.created, order[id(p.records[0])]))
         first = points[0].records[0]
+        label = record_label(first)
+        if len(several[(case_id, machine)]) > 1:
+            label += f" v{version or 'unversioned'}"
         out.append(Series(case_id=case_id, machine=machine, workload=first.workload.name,
-                          label=record_label(first), points=points))
+                          label=label, points=points))
     out.sort(key=lambda s: (s.workload, s.label, s.machine))
     return out
 

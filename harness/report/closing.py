@@ -92,8 +92,9 @@ def closing_table(finished: Sequence[tuple[Case, Record]]) -> Group:
         parts.append(Text("paper claims passed (one line per claim: the cases it passed on, measured)", style="bold"))
         for (workload, text), rows, judged in passes:
             share = f"{len(rows)}" if len(rows) == judged else f"{len(rows)} of {judged}"
-            cases = "; ".join(f"{names[c.case_id]}: {measured_text(v).split(' [')[0]}" for c, v in rows)
-            line = Text.assemble(("pass ", "green"), f"{workload}: {text} ({share}) {cases}")
+            cases = "; ".join(f"{names[c.case_id]}: {measured_text(v)}" for c, v in rows)
+            how = interval_source(rows[0][1])
+            line = Text.assemble(("pass ", "green"), f"{workload}: {text} ({share}{', ' + how if how else ''}) {cases}")
             line.no_wrap, line.overflow = True, "ellipsis"
             parts.append(line)
     if not_applicable:

@@ -2,7 +2,9 @@
 
 Cases are matched on workload, size and params, and on each of ranks, threads and backend
 whose set of values is the same on both sides: so files that differ only in backend
-(openblas vs mkl) or in thread count (1 vs 2) compare across that difference.
+(openblas vs mkl) or in thread count (1 vs 2) compare across that difference. A matched case
+whose workload version differs (the plugin's code or protocol changed) is listed as not
+comparable: its times measure other work.
 Per matched case: the ratio of medians (candidate / baseline) with a bootstrap interval, a
 two-sided Mann-Whitney U test, and the smallest slowdown its samples could have detected. The
 p-values of all matched cases are corrected together (Benjamini-Hochberg at the false-discovery
@@ -70,6 +72,8 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, threshold: float = 0.05,
         row = Comparison(label, float(b.median_s), float(c.median_s), float(ratio), None, "")
         if bool(b.get("emulated", False)) or bool(c.get("emulated", False)):
             row.verdict = "not comparable: emulated timing (binary translation) on one side"
+        elif "version" in b and b.version != c.version:
+            row.verdict = f"not comparable: different workload version ({b.version} -> {c.version}): the work differs"
         elif min(len(bs), len(cs)) < 4:
             row.verdict = "too few samples (need >= 4 repeats per side)"
         else:

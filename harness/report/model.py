@@ -58,7 +58,7 @@ def _whole_node_of(r: Any, name: str, profile: dict[str, Any]) -> bool:
     from harness.hardware.identity import exact_profile
 
     try:
-        info = json.loads(r.machine_info)
+        info = json.loads(getattr(r, "machine_info", None))
     except (TypeError, ValueError):
         return False
     if info.get("profile") != name or not exact_profile({"name": name, "match_by": info.get("profile_match")}):
