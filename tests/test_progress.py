@@ -93,3 +93,28 @@ def test_import_harness_loads_neither_pandas_nor_numpy_nor_the_registry() -> Non
     assert out.strip() == "[]"
     code = "import sys; from harness import Workload, Record, run_once; print('pandas' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_the_closing_table_of_suite_all_fits_one_screen() -> None:
+    """The issue's bound: the gallery's capture of suite all (real records of this machine kind),
+    closed as a run closes it, is at most 60 lines at 160 columns; every claim is still there."""
+    import pathlib
+
+    from rich.console import Console
+
+    from harness.plan import Case
+    from harness.report.closing import closing_table
+    from harness.results.store import read_records
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "gallery" / "amd-epyc-zen4-2c" / "results" / "results.jsonl"
+    records, _ = read_records(path)
+    finished = [(Case(r.workload.name, r.size, r.params, r.backend.requested, r.launch.ranks, r.launch.threads,
+                      1, 0, 60.0, r.swept), r) for r in records if r.control is None]
+    console = Console(width=160, record=True, color_system=None)
+    console.print(closing_table(finished))
+    text = console.export_text()
+    assert len(text.splitlines()) <= 60, text
+    claims = {(c.workload, v.text) for c, r in finished for v in r.claims if v.status != "not_applicable"}
+    assert len(claims) >= 20
+    for workload, claim in claims:      # each named (a long one may fold inside its cell)
+        assert claim.split()[0][:16] in text, claim

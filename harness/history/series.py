@@ -81,7 +81,7 @@ def record_label(record: Record) -> str:
 
 
 def build_series(records: list[Record]) -> list[Series]:
-    """The records as series, one per (case_id, machine, workload version): a new version is
+    """The records as series, one per (case_id, machine key, workload version): a new version is
     other work and starts a series of its own. Records from before versions were kept (schema 3
     and older) form one series per case and machine, as they always did. Records of controls
     are left out (they are other cases), and so are records without a run id."""
@@ -90,12 +90,12 @@ def build_series(records: list[Record]) -> list[Series]:
     for r in records:
         if r.control is not None or not r.run_id:
             continue
-        groups.setdefault((r.case_id, r.machine, r.workload.version), {}).setdefault(r.run_id, []).append(r)
-    several = {}
-    for case_id, machine, version in groups:
-        several.setdefault((case_id, machine), []).append(version)
+        groups.setdefault((r.case_id, r.machine_key, r.workload.version), {}).setdefault(r.run_id, []).append(r)
+    several: dict[tuple[str, str], list[str]] = {}
+    for case_id, key, version in groups:
+        several.setdefault((case_id, key), []).append(version)
     out = []
-    for (case_id, machine, version), runs in groups.items():
+    for (case_id, key, version), runs in groups.items():
         points = []
         for run_id, recs in runs.items():
             recs.sort(key=lambda r: (r.created, order[id(r)]))
@@ -106,9 +106,9 @@ def build_series(records: list[Record]) -> list[Series]:
         points.sort(key=lambda p: (p.created, order[id(p.records[0])]))
         first = points[0].records[0]
         label = record_label(first)
-        if len(several[(case_id, machine)]) > 1:
+        if len(several[(case_id, key)]) > 1:
             label += f" v{version or 'unversioned'}"
-        out.append(Series(case_id=case_id, machine=machine, workload=first.workload.name,
+        out.append(Series(case_id=case_id, machine=first.machine, workload=first.workload.name,
                           label=label, points=points))
     out.sort(key=lambda s: (s.workload, s.label, s.machine))
     return out

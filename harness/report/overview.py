@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.hardware.peaks import fraction_or_problem
 from harness.report.machines import machines_of, matched_cases, usable
 
 BOOTSTRAP = 1000
@@ -70,6 +71,12 @@ def machine_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         if len(roof):
             best = roof.loc[roof.throughput.astype(float).idxmax()]
             measured = f"{best.throughput:.4g} (measured, {best.ranks * best.threads} thread(s), {best.backend})"
+            threads = best.ranks * best.threads
+            cpus = f.get("cpus") or threads
+            if peaks.get("fp64_gflops") and threads >= cpus:
+                _, problem = fraction_or_problem(float(best.throughput), peaks["fp64_gflops"], "peak")
+                if problem:
+                    measured += "; " + problem
         rows.append([name, info.get("key") or mine.machine_key.iloc[0], facts, info.get("relation") or "none",
                      peak, measured])
     return columns, rows
