@@ -35,9 +35,9 @@ def measured_ceilings(paths: list[str], fp: dict) -> list[dict[str, object]]:
     An unmatched machine has no profile peaks; these are what it has shown it can do."""
     records, _ = load_records(paths)
     latest: dict[tuple[str, str, int], Record] = {}
-    key = identity(fp)["key"]
+    this_machine = identity(fp)["key"]
     for r in records:
-        if (not r.ok or not r.workload.ceilings or r.machine_key != key
+        if (not r.ok or not r.workload.ceilings or r.machine_key != this_machine
                 or not any(r.number(m) is not None for m in r.workload.ceilings)):
             continue
         key = (r.workload.name, r.backend.label, r.launch.threads)
