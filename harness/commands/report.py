@@ -11,7 +11,7 @@ from harness.errors import UsageError
 from harness.report.html import html_parts
 from harness.report.stamp import stamp_text
 from harness.report.tables import markdown_parts, rejudged
-from harness.results.frame import NESTED_COLUMNS, load_frame
+from harness.results.frame import NOT_FLAT, load_frame
 
 FORMATS = ("md", "html", "csv", "parquet")
 
@@ -91,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"wrote {out} ({len(wide)} matched cases x {len(wide.attrs['machines'])} machines)")
         return 0
     if fmt == "csv":   # written as it is made: 100,000 rows of CSV never sit in memory twice
-        frame = defuse_formulas(df.drop(columns=NESTED_COLUMNS).join(pd_json_columns(df)))
+        frame = defuse_formulas(df.drop(columns=NOT_FLAT).join(pd_json_columns(df)))
         del df
         if out is None:
             frame.to_csv(sys.stdout, index=False)
@@ -104,7 +104,7 @@ def main(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("--format parquet needs pyarrow: pip install pyarrow") from None
     out = out or pathlib.Path("report.parquet")
-    frame = parquet_safe(df.drop(columns=NESTED_COLUMNS).join(pd_json_columns(df)))
+    frame = parquet_safe(df.drop(columns=NOT_FLAT).join(pd_json_columns(df)))
     write_atomic(out, lambda f: frame.to_parquet(f, index=False))
     print(f"wrote {out} ({out.stat().st_size} bytes, {len(df)} records)")
     return 0

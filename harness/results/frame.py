@@ -19,6 +19,9 @@ NESTED_COLUMNS = ["samples", "metrics", "ceilings", "claims", "phases"]
 # What a reader may ask to keep: the nested columns, list-valued metrics, the claims' replicates
 # (and "ceiling_metrics": only the metrics a workload names as machine ceilings).
 EVERYTHING = frozenset(NESTED_COLUMNS) | {"metric_lists", "evidence"}
+# Left out of flat exports too: the machine's description as JSON text, the same on every row of a
+# machine (the flat row keeps its key and label).
+NOT_FLAT = NESTED_COLUMNS + ["machine_info"]
 
 COLUMNS = ["file", "workload", "version", "case_id", "size", "params", "machine", "machine_key", "machine_info",
            "emulated", "backend", "library",
