@@ -250,14 +250,46 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     return [float(p) for p in stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")]
 
 
-def detectable_ratio(new: Sequence[float], old: Sequence[float], alpha: float = 0.05, power: float = 0.8) -> float:
-    """The smallest slowdown ratio (> 1) these samples could have detected at ``alpha`` with
-    ``power``: from the spread of the log timings and the counts (normal approximation), so
-    "no significant change" says what it could not see. inf with fewer than 2 samples a side."""
-    from scipy import stats
+def mann_whitney_min_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p-value an exact Mann-Whitney U test can give at these counts (no
+    ties): 2 / C(n1 + n2, n1). With 4 vs 4 repeats it is 0.029, so after a correction over more
+    than one case no change at all can be flagged."""
+    return min(1.0, 2.0 / math.comb(n1 + n2, n1)) if n1 and n2 else 1.0
+
+
+def detectable_ratio(new: Sequence[float], old: Sequence[float], alpha: float = 0.05, power: float = 0.8,
+                     tests: int = 1, threshold: float = 0.0, sims: int = 400, seed: int = 0) -> float:
+    """The smallest slowdown ratio (> 1) that the decision ``harness compare`` makes would flag
+    with probability ``power``: a two-sided Mann-Whitney U test at these sample counts, at the
+    level Benjamini-Hochberg gives a case that is the only change among ``tests`` (alpha / tests,
+    its strictest threshold), and beyond ``threshold``. Found by simulation: log timings drawn
+    normal with the two sides' pooled spread, the new side shifted by log(ratio), the ratio
+    bisected on common random numbers. inf when no change could ever be flagged (the test's
+    smallest p-value at these counts is above the level) or fewer than 2 samples a side."""
+    from scipy.stats import mannwhitneyu
+
     x, y = np.log(np.asarray(new, dtype=float)), np.log(np.asarray(old, dtype=float))
-    if len(x) < 2 or len(y) < 2:
+    n1, n2 = len(x), len(y)
+    level = alpha / max(1, tests)
+    if n1 < 2 or n2 < 2 or mann_whitney_min_p(n1, n2) > level:
         return math.inf
-    se = math.sqrt(x.var(ddof=1) / len(x) + y.var(ddof=1) / len(y))
-    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
-    return math.exp(z * se)
+    sd = math.sqrt(((n1 - 1) * x.var(ddof=1) + (n2 - 1) * y.var(ddof=1)) / (n1 + n2 - 2))
+    floor = 1.0 + threshold
+    if sd == 0:
+        return floor
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((sims, n1)) * sd, rng.standard_normal((sims, n2)) * sd
+
+    def flagged(log_ratio: float) -> float:
+        p = mannwhitneyu(a + log_ratio, b, axis=1, alternative="two-sided", method="exact").pvalue
+        return float(np.mean(p <= level))
+
+    lo, hi = 0.0, math.log(1000.0)
+    if flagged(hi) < power:
+        return math.inf
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if flagged(mid) >= power else (mid, hi)
+        if hi - lo < 1e-3:
+            break
+    return max(math.exp(hi), floor)

@@ -249,3 +249,43 @@ def test_until_decided_end_to_end_draws_new_replicates_each_round(harness_cli, t
     assert len(set(values)) == len(values)                       # no pseudo-replicates
     assert rec["claims"][0]["confidence"] == pytest.approx(per_look_confidence(0.95, planned_looks(3, 48)))
     assert "more repeat(s)" in r.stdout
+
+
+def _frames(ratios: list[float], n: int, sd: float, rng: np.random.Generator):
+    """Baseline and candidate frames as compare() reads them: one case per ratio, n repeats each."""
+    import pandas as pd
+
+    def frame(scale: list[float]) -> pd.DataFrame:
+        rows = []
+        for i, s in enumerate(scale):
+            samples = list(s * np.exp(rng.normal(0, sd, n)))
+            rows.append({"workload": "w", "size": "small", "params": f'{{"case": {i}}}', "ranks": 1, "threads": 1,
+                         "backend": "default", "status": "ok", "median_s": float(np.median(samples)),
+                         "samples": samples, "emulated": False, "version": "v1"})
+        return pd.DataFrame(rows)
+    return frame([1.0] * len(ratios)), frame(ratios)
+
+
+def test_compare_says_what_its_own_test_could_detect() -> None:
+    """The issue's check: a 50 % slowdown at 4 vs 4 repeats over 4 cases cannot be flagged after the
+    correction (the smallest Mann-Whitney p, 0.029, is above 0.05 / 4): compare says so instead of
+    a detectable change of a few per cent. With more repeats, the detectable change it prints is
+    one its decision flags most of the time (and a null case rarely)."""
+    from harness.report.compare import compare
+
+    rng = np.random.default_rng(7)
+    base, cand = _frames([1.5, 1.0, 1.0, 1.0], 4, 0.02, rng)
+    slow = compare(base, cand)[0]
+    assert slow.verdict.startswith("no significant change") and slow.detectable == math.inf
+    assert "cannot show any change" in slow.verdict and "0.0286" in slow.verdict
+    base, cand = _frames([1.0], 12, 0.05, rng)
+    (row,) = compare(base, cand)
+    r = row.detectable
+    assert 1.0 < r < 1.2, r
+    flagged = {"at r": 0, "null": 0}
+    for _ in range(100):
+        b, c = _frames([r * 1.03], 12, 0.05, rng)
+        flagged["at r"] += compare(b, c)[0].verdict == "slower"
+        b, c = _frames([1.0], 12, 0.05, rng)
+        flagged["null"] += compare(b, c)[0].verdict in ("slower", "faster")
+    assert flagged["at r"] >= 70 and flagged["null"] <= 10, flagged

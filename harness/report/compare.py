@@ -6,7 +6,8 @@ whose set of values is the same on both sides: so files that differ only in back
 whose workload version differs (the plugin's code or protocol changed) is listed as not
 comparable: its times measure other work.
 Per matched case: the ratio of medians (candidate / baseline) with a bootstrap interval, a
-two-sided Mann-Whitney U test, and the smallest slowdown its samples could have detected. The
+two-sided Mann-Whitney U test, and the smallest slowdown that this test, after the correction,
+could have flagged at these sample counts and spread (simulated, harness.intervals.detectable_ratio). The
 p-values of all matched cases are corrected together (Benjamini-Hochberg at the false-discovery
 rate ``fdr``, 5 % by default): with dozens of cases, a per-case test at 5 % would call some
 unchanged case slower in most comparisons. A change counts only when it survives the correction
@@ -22,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.intervals import benjamini_hochberg, detectable_ratio, ratio_of_medians
+from harness.intervals import benjamini_hochberg, detectable_ratio, mann_whitney_min_p, ratio_of_medians
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Comparison:
     ratio_low: float | None = None    # bootstrap interval of the ratio at the comparison's level
     ratio_high: float | None = None
     q_value: float | None = None      # Benjamini-Hochberg adjusted p-value over all matched cases
-    detectable: float | None = None   # smallest slowdown ratio these samples could have detected
+    detectable: float | None = None   # smallest slowdown ratio the test and correction used could flag
 
 
 VARYING = ("ranks", "threads", "backend")
@@ -61,6 +62,7 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, threshold: float = 0.05,
     cand = cand.assign(key=_keys(cand, cols)).drop_duplicates("key", keep="last")
     out: list[Comparison] = []
     tested: list[int] = []
+    samples: dict[int, tuple[list[float], list[float]]] = {}
     cand_by_key = cand.set_index("key")
     for key, b in base.set_index("key").iterrows():
         if key not in cand_by_key.index:
@@ -80,17 +82,22 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, threshold: float = 0.05,
             row.p_value = float(mannwhitneyu(bs, cs, alternative="two-sided").pvalue)
             _, lo, hi = ratio_of_medians(cs, bs, 1 - alpha)
             row.ratio_low, row.ratio_high = (None if math.isnan(lo) else lo), (None if math.isnan(hi) else hi)
-            row.detectable = detectable_ratio(cs, bs, alpha)
             tested.append(len(out))
+            samples[len(out)] = (cs, bs)
         out.append(row)
     for i, q in zip(tested, benjamini_hochberg([out[i].p_value for i in tested])):
         row = out[i]
         row.q_value = q
+        cs, bs = samples[i]
+        row.detectable = detectable_ratio(cs, bs, alpha, tests=len(tested), threshold=threshold)
         if q <= alpha and abs(row.ratio - 1.0) > threshold:
             row.verdict = "slower" if row.ratio > 1 else "faster"
+        elif math.isfinite(row.detectable):
+            row.verdict = f"no significant change (could detect a change of {100 * (row.detectable - 1):.0f}% or more)"
         else:
-            row.verdict = (f"no significant change (could detect a change of {100 * (row.detectable - 1):.0f}% "
-                           "or more)" if math.isfinite(row.detectable or math.inf) else "no significant change")
+            row.verdict = (f"no significant change (these repeats cannot show any change: at {len(cs)} vs {len(bs)} "
+                           f"the smallest Mann-Whitney p is {mann_whitney_min_p(len(cs), len(bs)):.3g}, above "
+                           f"{alpha:g}/{len(tested)} that the correction over {len(tested)} case(s) needs; add repeats)")
     return out
 
 
