@@ -89,6 +89,16 @@ def confidence_level(text: str) -> float:
     return value
 
 
+def add_correction_option(p: Any) -> None:
+    """``--correction holm|bh|none``: the verdicts over the family of a run's claims, shown beside each."""
+    from harness.multiplicity import CORRECTIONS, DEFAULT_CORRECTION
+
+    p.add_argument("--correction", choices=CORRECTIONS, default=DEFAULT_CORRECTION,
+                   help="beside each verdict, the verdict after a correction over all claims of the run: holm "
+                        "(default: family-wise, no claim of the run decided wrongly at 1 - the level), bh "
+                        "(Benjamini-Hochberg, false discovery rate) or none")
+
+
 def add_confidence_option(p: Any, default: float | None = 0.95, extra: str = "") -> None:
     """``--confidence LEVEL``: the two-sided level of the claims' intervals."""
     p.add_argument("--confidence", type=confidence_level, default=default, metavar="LEVEL",

@@ -5,7 +5,7 @@ import argparse
 import pathlib
 import sys
 
-from harness.commands.common import add_confidence_option, warn_unreadable
+from harness.commands.common import add_confidence_option, add_correction_option, warn_unreadable
 from harness.atomic import write_atomic
 from harness.errors import UsageError
 from harness.report.html import html_parts
@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", metavar="TEXT",
                    help="the reference machine of speed-ups: the first whose name contains TEXT "
                         "(default: the first machine of the records)")
+    add_correction_option(p)
     add_confidence_option(p, default=None,
                           extra=" (default: the level each record was judged at); claims are judged again "
                                 "from the replicates their verdicts keep")
@@ -55,12 +56,15 @@ def main(args: argparse.Namespace) -> int:
     if args.by_machine and fmt not in ("csv", "parquet"):
         raise UsageError(f"--by-machine writes a table: give --out FILE.csv or FILE.parquet (not {fmt})")
     reads = BY_MACHINE_READS if args.by_machine else READS[fmt]
-    df, problems = load_frame(args.results, reads | ({"evidence"} if args.confidence is not None else set()))
+    # the replicates behind each verdict: to judge it again at --confidence, or over its run (--correction)
+    again = args.confidence is not None or (args.correction != "none" and fmt in ("md", "html"))
+    df, problems = load_frame(args.results, reads | ({"evidence"} if again else set()))
     warn_unreadable(problems)
     if df.empty:
         raise UsageError(f"no readable records in {', '.join(args.results)}")
     df = rejudged(df, args.confidence)
     df.attrs["reference"] = args.reference
+    df.attrs["correction"] = args.correction
     df.attrs["inputs"] = list(args.results)   # machines appear in the order their files were given
     out = pathlib.Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():

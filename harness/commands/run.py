@@ -14,7 +14,7 @@ from rich.markup import escape
 from harness import junit
 from harness.baselines import RunIndex
 from harness.claims import summarize_claims
-from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, warn,
+from harness.commands.common import (add_confidence_option, add_correction_option, console, err_console, machine, registry, warn,
                                      warn_problems, warn_unreadable)
 from harness.decide import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
 from harness.errors import Interrupted, UsageError
@@ -63,6 +63,7 @@ def add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, help="seconds before a case is killed (default 900)")
     p.add_argument("--out", default="results", help="results folder (default: ./results)")
     add_machine_name_option(p)
+    add_correction_option(p)
     p.add_argument("--resume", action="store_true",
                    help="skip cases already recorded as ok in OUT/results.jsonl")
     p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
@@ -109,7 +110,7 @@ def case_argv(args: argparse.Namespace) -> list[str]:
     if args.oversubscribe:
         out.append("--oversubscribe")
     out += [f"--launcher-arg={a}" for a in args.launcher_arg]
-    out += ["--confidence", str(args.confidence)]
+    out += ["--confidence", str(args.confidence), "--correction", args.correction]
     if args.until_decided:
         out += ["--until-decided", "--max-repeats", str(args.max_repeats)]
     if args.budget is not None:
@@ -238,7 +239,7 @@ def main(args: argparse.Namespace) -> int:
     total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     console.print(f"done: {total or 'nothing to do'}; records in {results_file}")
     if verdicts or counts["failed"] or counts["timeout"]:
-        console.print(closing_table([(f.case, f.record) for f in finished]))
+        console.print(closing_table([(f.case, f.record) for f in finished], args.correction, args.confidence))
     if verdicts:
         console.print(f"claims: {summarize_claims(verdicts)}")
     if junit_file is not None:

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from harness.multiplicity import DEFAULT_CORRECTION, corrected_statuses, summary
 from harness.plan import Case
 from harness.report.tables import interval_source, measured_text, verdict_text
 from harness.results.record import Record
@@ -48,10 +49,19 @@ def case_names(cases: Sequence[Case]) -> dict[str, str]:
     return names
 
 
-def closing_table(finished: Sequence[tuple[Case, Record]]) -> Group:
+def closing_table(finished: Sequence[tuple[Case, Record]], correction: str = DEFAULT_CORRECTION,
+                  confidence: float = 0.95) -> Group:
     """The failed cases (with reasons), the undecided and failed claims, the passed ones; see the
-    module's docstring."""
+    module's docstring. Each verdict also says what it is after ``correction`` over the run's
+    claims (harness.multiplicity), where that differs."""
     names = case_names([c for c, _ in finished])
+    every = [v for _, r in finished for v in r.claims]
+    after_list = corrected_statuses(every, correction, confidence)
+    after = {id(v): a for v, a in zip(every, after_list)}
+
+    def mark(v: Any) -> str:
+        a = after.get(id(v), v.status)
+        return "" if a == v.status else f" ({a} after {correction})"
     parts: list[Any] = []
     bad = [(c, r) for c, r in finished if r.status in ("failed", "timeout")]
     if bad:
@@ -84,7 +94,7 @@ def closing_table(finished: Sequence[tuple[Case, Record]]) -> Group:
                 style = VERDICT_STYLE.get(v.status, "dim")
                 t.add_row(escape(workload) if i == 0 else "", escape(text + paper) if i == 0 else "",
                           escape(names[c.case_id]), escape(measured_text(v)),
-                          f"[{style}]{escape(verdict_text(v))}[/]", escape(interval_source(v)))
+                          f"[{style}]{escape(verdict_text(v) + mark(v))}[/]", escape(interval_source(v)))
         parts.append(t)
     passes = [(k, [(c, v) for c, v in rows if v.status == "pass"], len(rows)) for k, rows in ordered]
     passes = [p for p in passes if p[1]]
@@ -92,7 +102,7 @@ def closing_table(finished: Sequence[tuple[Case, Record]]) -> Group:
         parts.append(Text("paper claims passed (one line per claim: the cases it passed on, measured)", style="bold"))
         for (workload, text), rows, judged in passes:
             share = f"{len(rows)}" if len(rows) == judged else f"{len(rows)} of {judged}"
-            cases = "; ".join(f"{names[c.case_id]}: {measured_text(v)}" for c, v in rows)
+            cases = "; ".join(f"{names[c.case_id]}: {measured_text(v)}{mark(v)}" for c, v in rows)
             how = interval_source(rows[0][1])
             line = Text.assemble(("pass ", "green"), f"{workload}: {text} ({share}{', ' + how if how else ''}) {cases}")
             line.no_wrap, line.overflow = True, "ellipsis"
@@ -100,4 +110,7 @@ def closing_table(finished: Sequence[tuple[Case, Record]]) -> Group:
     if not_applicable:
         parts.append(Text(f"({not_applicable} claim(s) do not apply to the case they were checked on: not listed)",
                           style="dim"))
+    if groups and correction != "none":
+        parts.append(Text(summary([v.status for v in every], after_list, correction)
+                          + " (--correction; docs/reports.md)", style="dim"))
     return Group(*parts)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.report import plots
 from harness.report.machines import report_table
-from harness.report.tables import (CASE_COLUMNS, CLAIM_COLUMNS, claim_tally, energy_note, iter_case_rows,
+from harness.report.tables import (CASE_COLUMNS, claim_columns, claim_tally, energy_note, iter_case_rows,
                                    iter_claim_rows, machine_sections, nonempty, overview_sections, table_notes)
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
@@ -66,7 +66,7 @@ def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
     if claims is None:
         yield "<p>No claims were evaluated.</p>"
     else:
-        yield from _table_parts(CLAIM_COLUMNS, claims, verdict_col=4)
+        yield from _table_parts(claim_columns(df), claims, verdict_col=4)
     wide = report_table(df)   # one bootstrap per case and machine, for the table and the figure
     for title, columns, rows, note in machine_sections(df, wide):
         yield f"\n<h2>{html.escape(title)}</h2>\n<p class='note'>{html.escape(note)}</p>"

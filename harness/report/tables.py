@@ -11,6 +11,7 @@ import pandas as pd
 
 from harness.claims import ClaimVerdict, counts_text, rejudge
 from harness.intervals import level_text
+from harness.multiplicity import NAMES, NOT_CORRECTED, corrected_statuses
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
                 "median (s)", "95% CI (s)", "throughput", "% of peak", "comm frac", "comm imbalance",
@@ -147,7 +148,7 @@ def verdict_text(c: ClaimVerdict) -> str:
 
 
 VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
-                "not_applicable": "not applicable"}
+                "not_applicable": "not applicable", NOT_CORRECTED: NOT_CORRECTED}
 
 
 def claim_rows(df: pd.DataFrame) -> list[list[str]]:
@@ -159,19 +160,56 @@ def claim_rows(df: pd.DataFrame) -> list[list[str]]:
 
 
 def iter_claim_rows(df: pd.DataFrame) -> Iterator[list[str]]:
-    """:func:`claim_rows`, one at a time."""
+    """:func:`claim_rows`, one at a time; with ``df.attrs["correction"]`` (holm, bh) a column after
+    the verdict gives the verdict after that correction over the claims of the record's run."""
     if df.empty:
         return
-    for r in df.sort_values(["workload", "params", "machine", "backend"]).itertuples(index=False):
+    after = corrections(df)
+    for r in df.sort_values(["workload", "params", "machine", "backend"]).itertuples():
         if r.status != "ok" or r.control:
             continue
-        for c in verdicts(r.claims):
+        for j, c in enumerate(verdicts(r.claims)):
             if c.status == "not_applicable":
                 continue
-            yield [r.workload, c.text, "" if c.paper_value is None else str(c.paper_value),
+            row = [r.workload, c.text, "" if c.paper_value is None else str(c.paper_value),
                    measured_text(c), verdict_text(c), interval_source(c),
                    swept_text(json.loads(r.params)) if r.params else "",
                    r.machine, r.backend, f"{r.ranks}x{r.threads}", c.source]
+            if after:
+                status = after.get((r.Index, j), c.status)
+                row.insert(5, VERDICT_TEXT.get(status, status))
+            yield row
+
+
+def correcting(df: pd.DataFrame) -> str | None:
+    """The correction the report applies over each run's claims (``df.attrs``), None for none."""
+    method = df.attrs.get("correction")
+    return method if method and method != "none" else None
+
+
+def claim_columns(df: pd.DataFrame) -> list[str]:
+    """The reproduction summary's columns, with the corrected verdict's where the report corrects."""
+    method = correcting(df)
+    return CLAIM_COLUMNS if method is None else [*CLAIM_COLUMNS[:5], f"after {NAMES[method]}", *CLAIM_COLUMNS[5:]]
+
+
+def corrections(df: pd.DataFrame) -> dict[tuple[Any, int], str]:
+    """(row index, claim index) -> the verdict after the report's correction, one family per run
+    (harness.multiplicity); {} without a correction."""
+    method = correcting(df)
+    if method is None:
+        return {}
+    out: dict[tuple[Any, int], str] = {}
+    ok = df[(df.status == "ok") & (df.control.fillna("") == "")]
+    for _, group in ok.groupby("run_id", sort=False) if "run_id" in ok else [(None, ok)]:
+        keys, judged = [], []
+        for idx, claims in zip(group.index, group.claims):
+            for j, c in enumerate(verdicts(claims)):
+                keys.append((idx, j))
+                judged.append(c)
+        level = next((c.confidence for c in judged if c.confidence), 0.95)
+        out.update(zip(keys, corrected_statuses(judged, method, level)))
+    return out
 
 
 def swept_text(swept: dict[str, Any]) -> str:
@@ -245,7 +283,7 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
     if claims is None:
         yield "No claims were evaluated."
     else:
-        for i, line in enumerate(markdown_lines(CLAIM_COLUMNS, claims)):
+        for i, line in enumerate(markdown_lines(claim_columns(df), claims)):
             yield ("\n" if i else "") + line
     for title, columns, rows, note in machine_sections(df):
         yield f"\n\n## {title}\n\n" + (f"{note}\n\n" if note else "") + markdown_table(columns, rows)

@@ -1,0 +1,92 @@
+"""Verdicts over a family of claims: what a run decides when its 25-40 claims are read together.
+
+Each claim is judged on its own interval at the run's level (95 %), so a run of 40 claims with
+nothing true to find would still decide about two of them. This module gives, beside each
+verdict, the verdict after a correction over the family (the claims of one run):
+
+- ``holm`` (the default): Holm's step-down procedure, family-wise error at 1 - level: the
+  chance that any claim of the run is decided wrongly stays below 5 %. The default because a
+  reproduction table is read claim by claim, and each decided line should be trusted.
+- ``bh``: Benjamini-Hochberg, false-discovery rate at 1 - level: fewer decisions lost, at the
+  price of about 5 % of the decided ones being wrong.
+- ``none``: the verdicts as judged.
+
+A claim's p-value here is the smallest 1 - level at which its own replicates decide it (its
+interval, bisected over levels with :func:`harness.claims.rejudge`; a claim its own level does
+not decide counts with p = 1, since no correction can decide it): the procedures need one per
+claim, and an interval verdict has one exactly. Verdicts that keep no replicates (records from
+before schema 3) cannot be judged again: they are left out of the family and marked so.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from harness.claims import ClaimVerdict, rejudge
+
+CORRECTIONS = ("holm", "bh", "none")
+DEFAULT_CORRECTION = "holm"
+NAMES = {"holm": "Holm (family-wise)", "bh": "Benjamini-Hochberg (false discovery)", "none": "no correction"}
+JUDGED = ("pass", "fail", "inconclusive")
+NOT_CORRECTED = "not corrected (no replicates kept)"
+
+
+def decision_p(verdict: ClaimVerdict, confidence: float = 0.95) -> float | None:
+    """The smallest 1 - level at which the verdict's replicates decide its claim; 1.0 when its
+    own level (``confidence``) does not decide it (no correction can then decide it, so its
+    exact value does not matter); None when it keeps no replicates to judge again."""
+    if verdict.status not in JUDGED or not verdict.evidence:
+        return None
+    decided = lambda p: rejudge(verdict, 1 - p).status in ("pass", "fail")  # noqa: E731
+    if not decided(1 - confidence):
+        return 1.0
+    lo, hi = math.log(1e-12), math.log(1 - confidence)   # bisected on log p: decided at hi, maybe not at lo
+    if decided(math.exp(lo)):
+        return 1e-12
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if decided(math.exp(mid)) else (mid, hi)
+        if hi - lo < 1e-3:
+            break
+    return math.exp(hi)
+
+
+def corrected_statuses(verdicts: Sequence[ClaimVerdict], method: str = DEFAULT_CORRECTION,
+                       confidence: float = 0.95) -> list[str]:
+    """Each verdict's status after ``method`` over all of them (one family): a decided verdict
+    either stays or becomes 'inconclusive'; verdicts that cannot be judged again are
+    :data:`NOT_CORRECTED`; claims not judged keep their status."""
+    if method not in CORRECTIONS:
+        raise ValueError(f"correction {method!r}: choose one of {', '.join(CORRECTIONS)}")
+    out = [v.status for v in verdicts]
+    if method == "none":
+        return out
+    alpha = 1 - confidence
+    ps = {i: decision_p(v, confidence) for i, v in enumerate(verdicts) if v.status in JUDGED}
+    for i, p in ps.items():
+        if p is None:
+            out[i] = NOT_CORRECTED
+    family = sorted(((p, i) for i, p in ps.items() if p is not None))
+    m = len(family)
+    kept: set[int] = set()
+    if method == "holm":
+        for rank, (p, i) in enumerate(family):
+            if p > alpha / (m - rank):
+                break
+            kept.add(i)
+    else:   # bh: every claim up to the largest rank k with p_(k) <= k alpha / m
+        largest = max((rank for rank, (p, _) in enumerate(family, 1) if p <= rank * alpha / m), default=0)
+        kept = {i for _, i in family[:largest]}
+    for _, i in family:
+        if out[i] in ("pass", "fail") and i not in kept:
+            out[i] = "inconclusive"
+    return out
+
+
+def summary(before: Sequence[str], after: Sequence[str], method: str) -> str:
+    """'after Holm (family-wise) over 39 claims: 28 of 35 decided verdicts stay decided'."""
+    judged = sum(s in JUDGED for s in before)
+    decided = sum(s in ("pass", "fail") for s in before)
+    stay = sum(a in ("pass", "fail") for a in after)
+    return (f"after {NAMES[method]} over the {judged} claim(s) judged: {stay} of {decided} decided verdict(s) "
+            "stay decided")
