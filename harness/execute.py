@@ -8,6 +8,7 @@ result, or from its error files and exit status.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import pathlib
 import re
@@ -62,6 +63,11 @@ class Session:
     oversubscribe: bool = False   # run cases that need more CPUs than usable (claims not evaluated)
     confidence: float = DEFAULT_CONFIDENCE   # two-sided level of the claims' intervals
     _pmpi: tuple[str | None, str] | None = None                    # (hook path, why none), built once
+
+    @functools.cached_property
+    def identity(self) -> dict[str, Any]:
+        """The machine's identity (harness.hardware.identity), made once for every record of the run."""
+        return identity(self.hardware, self.machine_name)
 
     def allreduce_hook(self) -> tuple[str | None, str]:
         """The compiled and proved PMPI hook for MPI_Allreduce (on first use), or None and why."""
@@ -170,7 +176,7 @@ def base_record(case: Case, session: Session) -> Record:
         launch=LaunchInfo(launcher="none", ranks=case.ranks, threads=case.threads, timeout_s=case.timeout),
         protocol=ProtocolInfo(repeats=case.repeats, warmup=case.warmup, unstable_cov=session.unstable_cov,
                               confidence=session.confidence),
-        hardware=session.hardware, identity=identity(session.hardware, session.machine_name),
+        hardware=session.hardware, identity=session.identity,
         profile=session.profile, software=software(),
         environment=numerics_environment(inherited_environment()),
         resources={"slurm_job_id": os.environ["SLURM_JOB_ID"]} if os.environ.get("SLURM_JOB_ID") else {},

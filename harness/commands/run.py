@@ -18,7 +18,7 @@ from harness.commands.common import (add_confidence_option, add_correction_optio
                                      warn_problems, warn_unreadable)
 from harness.decide import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
 from harness.errors import Interrupted, UsageError
-from harness.hardware.identity import display, identity, profile_relation
+from harness.hardware.identity import display, profile_relation
 from harness.execute import Session, prepare_launch, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher
 from harness.launch.slurm import script_text_problem
@@ -215,7 +215,7 @@ def main(args: argparse.Namespace) -> int:
     if args.resume:
         session.index = RunIndex(previous)
     work_lock = claim_work_dir(session.work_dir)  # noqa: F841 - held until the process ends
-    me = identity(fp, args.machine_name)
+    me = session.identity
     relation = profile_relation(profile)
     console.print(escape(f"run {run_id}: {len(todo)} case(s) on {display(me)} [{me['key']}]"
                          f"{f' ({relation})' if relation else ''} -> {results_file}"))

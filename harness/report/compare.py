@@ -61,8 +61,7 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, threshold: float = 0.05,
     base = base.assign(key=_keys(base, cols)).drop_duplicates("key", keep="last")
     cand = cand.assign(key=_keys(cand, cols)).drop_duplicates("key", keep="last")
     out: list[Comparison] = []
-    tested: list[int] = []
-    samples: dict[int, tuple[list[float], list[float]]] = {}
+    tested: list[tuple[int, list[float], list[float]]] = []   # (row, candidate samples, baseline samples)
     cand_by_key = cand.set_index("key")
     for key, b in base.set_index("key").iterrows():
         if key not in cand_by_key.index:
@@ -82,13 +81,11 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, threshold: float = 0.05,
             row.p_value = float(mannwhitneyu(bs, cs, alternative="two-sided").pvalue)
             _, lo, hi = ratio_of_medians(cs, bs, 1 - alpha)
             row.ratio_low, row.ratio_high = (None if math.isnan(lo) else lo), (None if math.isnan(hi) else hi)
-            tested.append(len(out))
-            samples[len(out)] = (cs, bs)
+            tested.append((len(out), cs, bs))
         out.append(row)
-    for i, q in zip(tested, benjamini_hochberg([out[i].p_value for i in tested])):
+    for (i, cs, bs), q in zip(tested, benjamini_hochberg([out[i].p_value for i, _, _ in tested])):
         row = out[i]
         row.q_value = q
-        cs, bs = samples[i]
         row.detectable = detectable_ratio(cs, bs, alpha, tests=len(tested), threshold=threshold)
         if q <= alpha and abs(row.ratio - 1.0) > threshold:
             row.verdict = "slower" if row.ratio > 1 else "faster"

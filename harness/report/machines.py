@@ -68,7 +68,7 @@ def machines_of(df: pd.DataFrame, reference: str | None = None) -> list[str]:
     return names
 
 
-def _samples(values: Any) -> np.ndarray:
+def samples_array(values: Any) -> np.ndarray:
     """Seconds per measured repeat (empty when the frame was loaded without samples)."""
     return np.asarray(values if isinstance(values, (list, tuple, np.ndarray)) else [], dtype=float)
 
@@ -116,7 +116,7 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
             out[f"{m} | fraction_of_peak"] = r.fraction_of_peak
             out[f"{m} | version"] = r.version
             if ref is not None and not r.emulated and not ref.emulated:
-                a, b = _samples(ref.samples), _samples(r.samples)
+                a, b = samples_array(ref.samples), samples_array(r.samples)
                 if len(a) and len(b):
                     est, lo, hi = ratio_of_medians(a, b, confidence)
                     out[f"{m} | speedup_vs_ref"] = est
@@ -188,7 +188,7 @@ def portability(df: pd.DataFrame, seed: int = 0) -> list[dict[str, Any]]:
                          efficiency={})
             out.append(entry)
             continue
-        samples = [{r.machine: _samples(r.samples) for r in g.itertuples()} for g in cases]
+        samples = [{r.machine: samples_array(r.samples) for r in g.itertuples()} for g in cases]
 
         def app_eff(draws: list[dict[str, float]]) -> dict[str, float]:
             per_machine: dict[str, list[float]] = {m: [] for m in names}

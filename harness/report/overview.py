@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from harness.hardware.peaks import fraction_or_problem
-from harness.report.machines import machines_of, matched_cases, usable
+from harness.report.machines import machines_of, matched_cases, samples_array, usable
 
 BOOTSTRAP = 1000
 
@@ -70,8 +70,8 @@ def machine_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         measured = ""
         if len(roof):
             best = roof.loc[roof.throughput.astype(float).idxmax()]
-            measured = f"{best.throughput:.4g} (measured, {best.ranks * best.threads} thread(s), {best.backend})"
             threads = best.ranks * best.threads
+            measured = f"{best.throughput:.4g} (measured, {threads} thread(s), {best.backend})"
             cpus = f.get("cpus") or threads
             if peaks.get("fp64_gflops") and threads >= cpus:
                 _, problem = fraction_or_problem(float(best.throughput), peaks["fp64_gflops"], "peak")
@@ -112,10 +112,10 @@ def speedup_matrix(df: pd.DataFrame, reference: str | None = None, confidence: f
     for key, per, _ in matched_cases(ok, names):
         if ref not in per:
             continue
-        a = np.asarray(per[ref].samples if isinstance(per[ref].samples, (list, np.ndarray)) else [], dtype=float)
+        a = samples_array(per[ref].samples)
         for m in names[1:]:
             if m in per:
-                b = np.asarray(per[m].samples if isinstance(per[m].samples, (list, np.ndarray)) else [], dtype=float)
+                b = samples_array(per[m].samples)
                 if len(a) and len(b) and np.all(a > 0) and np.all(b > 0):
                     pairs.setdefault((key[0], m), []).append((a, b))
     rng = np.random.default_rng(seed)

@@ -99,28 +99,36 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
     }
 
 
-@functools.lru_cache(maxsize=256)
-def _info_text(identity_json: str, hardware_json: str, profile_json: str) -> str:
-    from harness.hardware.identity import profile_relation
-    from harness.hardware.peaks import machine_peaks
-
-    ident, hardware, profile = json.loads(identity_json), json.loads(hardware_json), json.loads(profile_json)
-    cpu = hardware.get("cpu") or {}
-    return json.dumps({
-        "key": ident.get("key"), "label": ident.get("label"), "name": ident.get("name"), "core": ident.get("core"),
-        "facts": ident.get("facts"), "clock_mhz": cpu.get("max_mhz"),
-        "profile": profile.get("name"), "profile_match": profile.get("match_by"), "relation": profile_relation(profile),
-        "derived_peaks": machine_peaks(hardware, {}, {}),
-    }, sort_keys=True)
+# machine_info's texts by what they are made of: a reader of 100,000 records makes one per machine
+# (serialising the hardware per record to find it in a cache cost a third of a row's time).
+_INFO: dict[tuple[Any, ...], str] = {}
+_INFO_LIMIT = 4096
 
 
 def machine_info(record: Record) -> str:
     """JSON text of what a report says about the record's machine: identity, its relation to
     a profile, the peaks derived from its core and clock (for every usable CPU). One text per
-    machine (cached, interned), however many records it ran."""
-    hardware = {k: record.hardware.get(k) for k in ("cpu", "emulation", "gpus")}
-    return _info_text(json.dumps(record.machine_identity, sort_keys=True), json.dumps(hardware, sort_keys=True, default=str),
-                      json.dumps({k: record.profile.get(k) for k in ("name", "match_by")}))
+    machine (cached), however many records it ran: the facts are fixed by the key, the derived
+    peaks by the core, the usable CPUs (in the facts) and the clock."""
+    from harness.hardware.identity import profile_relation
+    from harness.hardware.peaks import machine_peaks
+
+    ident = record.machine_identity
+    cpu = record.hardware.get("cpu") or {}
+    profile = {k: record.profile.get(k) for k in ("name", "match_by")}
+    key = (ident.get("key"), ident.get("label"), ident.get("name"), ident.get("core"), cpu.get("max_mhz"),
+           profile["name"], profile["match_by"])
+    text = _INFO.get(key)
+    if text is None:
+        if len(_INFO) >= _INFO_LIMIT:
+            _INFO.clear()
+        text = _INFO[key] = json.dumps({
+            "key": ident.get("key"), "label": ident.get("label"), "name": ident.get("name"), "core": ident.get("core"),
+            "facts": ident.get("facts"), "clock_mhz": cpu.get("max_mhz"),
+            "profile": profile["name"], "profile_match": profile["match_by"], "relation": profile_relation(profile),
+            "derived_peaks": machine_peaks(record.hardware, {}, {}),
+        }, sort_keys=True, default=str)
+    return text
 
 
 def _metrics(record: Record, keep: frozenset[str]) -> dict[str, Any] | None:
