@@ -3,10 +3,10 @@
 Everything a plugin needs is importable from here (the contract; nothing under ``harness.*``
 submodules is needed, and those may change)::
 
-    from harness import hookimpl, Workload, Param, Claim, Control, RunContext, UsageError
+    from harness import hookimpl, Workload, Param, Claim, Control, Premise, RunContext, UsageError
 
 - ``Workload``, ``Param`` (int, float, str, bool, or ``list`` with ``item=``), ``Claim`` and its
-  ``Control``: what a workload declares. ``RunContext``: what ``setup``/``run`` receive.
+  ``Control`` and ``Premise``: what a workload declares. ``RunContext``: what ``setup``/``run`` receive.
 - ``Backend``, ``Verification``: what a compute-library backend declares and proves.
 - ``Record``: a stored result (what ``harness.results`` readers return); ``ClaimVerdict``: one
   claim judged on a record. Hooks receive the stored line as a dict (see docs/plugins.md).
@@ -38,7 +38,7 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it
 _EXPORTS = {
     "hookimpl": "harness.hookspecs", "Workload": "harness.workload", "Param": "harness.params",
-    "Claim": "harness.claims", "Control": "harness.claims", "ClaimVerdict": "harness.claims",
+    "Claim": "harness.claims", "Control": "harness.claims", "Premise": "harness.claims", "ClaimVerdict": "harness.claims",
     "RunContext": "harness.protocol.context", "Backend": "harness.backend", "Verification": "harness.backend",
     "Record": "harness.results.record", "UsageError": "harness.errors", "did_you_mean": "harness.errors",
     "hardware_profiles": "harness.hardware.profiles", "pyplot": "harness.plotting",
@@ -65,7 +65,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:   # for type checkers and IDEs: the same names, eagerly
     from harness.backend import Backend, Verification  # noqa: F401
-    from harness.claims import Claim, ClaimVerdict, Control  # noqa: F401
+    from harness.claims import Claim, ClaimVerdict, Control, Premise  # noqa: F401
     from harness.errors import UsageError, did_you_mean  # noqa: F401
     from harness.hardware.profiles import hardware_profiles  # noqa: F401
     from harness.hookspecs import hookimpl  # noqa: F401

@@ -8,10 +8,11 @@ is built, so the baseline must have run earlier in the same run (or, with ``--re
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from harness.claims import ClaimVerdict, NotANumber, as_number, not_a_number
+from harness.claims import Claim, ClaimVerdict, NotANumber, Premise, as_number, not_a_number
 from harness.intervals import DEFAULT_CONFIDENCE, Arm
 from harness.results.record import Record
 
@@ -85,6 +86,45 @@ class RunIndex:
         relative ones against this index."""
         params = judged_params(case)
         arms = record_evidence(record, workload)
-        return [claim.evaluate(arms, params, self.baseline_evidence(case, claim.relative_to, workload)
-                               if claim.relative_to else None, confidence)
-                for claim in workload.claims]
+        out = []
+        for claim in workload.claims:
+            verdict = self._judge(claim, case, arms, params, workload, confidence)
+            if claim.premise is not None and verdict.status in ("pass", "fail", "inconclusive"):
+                verdict = self._with_premise(verdict, claim.premise, case, workload, confidence)
+            out.append(verdict)
+        return out
+
+    def _judge(self, claim: Claim, case: Case, arms: dict[str, Any], params: dict[str, Any], workload: Workload,
+               confidence: float) -> ClaimVerdict:
+        baseline = self.baseline_evidence(case, claim.relative_to, workload) if claim.relative_to else None
+        return claim.evaluate(arms, params, baseline, confidence)
+
+    def _with_premise(self, verdict: ClaimVerdict, premise: Premise, case: Case, workload: Workload,
+                      confidence: float) -> ClaimVerdict:
+        """``verdict`` where its premise holds in this run; ``premise_absent`` (with the premise's
+        figure) where the premise was not decided ``pass``; ``not_evaluated`` where its case is missing."""
+        want, ranks, threads = baseline_of(case, premise.case)
+        premise_case = dataclasses.replace(case, params=want, ranks=ranks, threads=threads or case.threads)
+        arms = self.baseline_evidence(case, premise.case, workload)
+        spec = ", ".join(f"{k}={v}" for k, v in premise.case.items())
+        if arms is None:
+            return dataclasses.replace(
+                verdict, status="not_evaluated",
+                reason=f"its premise ({premise.claim.text}) is judged on the case with {spec}, not in this run: "
+                       f"add {spec} to the sweep")
+        held = self._judge(premise.claim, premise_case, arms, judged_params(premise_case), workload, confidence)
+        if held.status == "pass":
+            return verdict
+        interval = held.interval or [None, None]
+        figure = ("no figure" if held.measured is None else
+                  f"{held.measured:.4g} [{_text(interval[0])}, {_text(interval[1])}]")
+        return dataclasses.replace(
+            verdict, status="premise_absent",
+            premise_verdict={"status": held.status, "measured": held.measured, "interval": held.interval,
+                             "interval_method": held.interval_method, "reason": held.reason},
+            reason=f"premise absent: {premise.claim.text} came out {held.status.replace('_', ' ')} on the case "
+                   f"with {spec} ({figure}); {premise.why}")
+
+
+def _text(bound: float | None) -> str:
+    return "unbounded" if bound is None else f"{bound:.4g}"

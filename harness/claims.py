@@ -8,6 +8,12 @@ violates it, ``inconclusive`` otherwise (``not_evaluated`` and ``not_applicable`
 or need not be judged). The status is set where it is decided, never inferred from text; the
 verdict keeps the interval, its method, level and replicate count, and the replicate values
 themselves, so a reader can judge it again at another level (:func:`rejudge`).
+Each claim's figure gets the inference its kind needs (``kind``): ``continuous`` (t, paired t,
+Fieller), ``proportion`` (replicates that are 0 or 1, judged as a share with Wilson's interval) or
+``bounded`` (an interval clipped to the figure's ``bounds``). Replicates that are all equal give a
+zero-width interval, which decides only from ``min_equal_n`` replicates (:data:`MIN_EQUAL_N`).
+A claim may rest on a :class:`Premise` (SmoothOut recovers what K-FAC lost: only if K-FAC lost
+something); where the premise does not hold the verdict is ``premise_absent``, not ``fail``.
 A claim should name a :class:`Control`: a case under which it must come out ``fail``
 (``harness controls`` runs them), because a claim that cannot fail tells its reader nothing.
 """
@@ -21,10 +27,17 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from harness.intervals import (DEFAULT_CONFIDENCE, Arm, Interval, difference_interval, level_text, mean_interval,
-                               ratio_interval)
+                               proportion_interval, ratio_interval, successes)
 
-Status = Literal["pass", "fail", "inconclusive", "not_evaluated", "not_applicable"]
-STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated", "not_applicable")
+Status = Literal["pass", "fail", "inconclusive", "not_evaluated", "not_applicable", "premise_absent"]
+STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated", "not_applicable",
+                                "premise_absent")
+KINDS = ("continuous", "proportion", "bounded")
+# Replicates that are all equal give a zero-width interval: it decides only from this many. Why 5:
+# 5 equal outcomes of 5 bound the share of runs that would come out otherwise below 45 % (one-sided
+# 95 %, Clopper-Pearson: 1 - 0.05 ** (1/5)); 3 equal ones only below 63 %, "most runs" not shown.
+# A claim on a figure that is the same in every run by construction declares it "exact" instead.
+MIN_EQUAL_N = 5
 POINT_ESTIMATE = "point estimate (judged without an interval, before record schema 3)"
 
 COMPARISONS = {
@@ -117,7 +130,8 @@ class Control:
     """A case under which a claim must come out ``fail``: the proof that the claim can fail.
 
     ``params`` are the control case's params on top of the workload's ``smoke`` size (a key
-    ``ranks`` sets its rank count). ``why`` says in a few words what the control breaks
+    ``ranks`` sets its rank count, ``repeats`` the fewest repeats it runs: Wilson's interval on
+    0 of 3 chains still reaches one half, so a proportion's control needs more). ``why`` says in a few words what the control breaks
     ("msf equal to the baseline's: no fewer Allreduce calls"). For a relative claim,
     ``baseline`` gives the baseline case's params the same way; default: ``params`` with the
     claim's ``relative_to`` swapped in. A control is judged with the claim's ``when`` and
@@ -137,6 +151,26 @@ class Control:
 
 
 @dataclass(frozen=True)
+class Premise:
+    """What a claim rests on: ``claim`` must pass on the case reached by replacing ``case`` in the
+    judged case's params (SmoothOut's claim rests on plain K-FAC losing to SGD, judged on the
+    ``{"smoothing": "none"}`` case). That case must run before the claim's case (it is usually
+    the claim's own baseline). ``why`` says in a few words why the claim needs it."""
+
+    claim: Claim
+    case: dict[str, Any]
+    why: str
+
+    @property
+    def text(self) -> str:
+        spec = ", ".join(f"{k}={v}" for k, v in self.case.items())
+        return f"{self.claim.text} on the case with {spec}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"claim": self.claim.text, "case": dict(self.case), "why": self.why}
+
+
+@dataclass(frozen=True)
 class Claim:
     """A checkable statement from a paper: ``metric comparison threshold``.
 
@@ -150,6 +184,13 @@ class Claim:
     "difference"). ``when={"msf": (">=", 64)}`` limits a claim to the cases it speaks about;
     elsewhere its verdict is ``not_applicable``. ``control`` names the case under which the
     claim must fail (see :class:`Control`).
+
+    ``kind`` says which inference the figure needs: ``continuous`` (the default), ``proportion``
+    (each replicate is 0 or 1, e.g. one per chain; the threshold is a share: ``">=", 0.5`` is
+    "most chains") or ``bounded`` (``bounds=(0, 1)``: the interval never leaves them).
+    ``min_equal_n``: replicates that are all equal decide only from this many (:data:`MIN_EQUAL_N`).
+    ``premise``: what the claim rests on (:class:`Premise`); where it does not hold, the verdict
+    is ``premise_absent``.
     """
 
     metric: str
@@ -162,8 +203,24 @@ class Claim:
     transform: str | None = None
     when: dict[str, tuple[str, Any]] | None = None
     control: Control | None = None
+    kind: str = "continuous"
+    bounds: tuple[float, float] | None = None
+    min_equal_n: int = MIN_EQUAL_N
+    premise: Premise | None = None
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"Claim kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if (self.kind == "bounded") != (self.bounds is not None):
+            raise ValueError("a bounded Claim needs bounds=(low, high), and only a bounded one has them")
+        if self.bounds is not None and not (len(self.bounds) == 2 and self.bounds[0] < self.bounds[1]):
+            raise ValueError(f"Claim bounds must be (low, high) with low < high, not {self.bounds!r}")
+        if self.kind == "proportion" and (self.transform is not None or not 0 <= self.threshold <= 1):
+            raise ValueError("a proportion Claim is absolute (no relative_to) with a threshold share in [0, 1]")
+        if not isinstance(self.min_equal_n, int) or self.min_equal_n < 2:
+            raise ValueError("Claim min_equal_n must be an integer of 2 or more")
+        if self.premise is not None and not isinstance(self.premise, Premise):
+            raise TypeError("Claim premise must be a harness.Premise")
         if self.comparison not in COMPARISONS:
             raise ValueError(f"Claim comparison must be one of {', '.join(COMPARISONS)}")
         if (self.relative_to is None) != (self.transform is None):
@@ -239,13 +296,20 @@ class Claim:
             paper_value=self.paper_value, source=self.source, description=self.description,
             relative_to=self.relative_to, transform=self.transform,
             when={k: list(v) for k, v in self.when.items()} if self.when else None,
-            status=status, reason=reason, has_control=self.control is not None)
+            status=status, reason=reason, has_control=self.control is not None, kind=self.kind,
+            bounds=list(self.bounds) if self.bounds else None, min_equal_n=self.min_equal_n,
+            premise=self.premise.to_json() if self.premise else None)
 
 
 def judge_arms(verdict: ClaimVerdict, case: Arm, base: Arm | None, confidence: float) -> ClaimVerdict:
     """``verdict`` decided from the replicates of the case (and its baseline): the interval at
-    ``confidence``, and pass / fail / inconclusive from where it lies against the threshold."""
+    ``confidence`` that the claim's kind needs, and pass / fail / inconclusive from where it lies
+    against the threshold."""
+    if verdict.kind == "proportion":
+        return _judge_proportion(verdict, case, confidence)
     interval = transformed_interval(verdict.transform, case, base, confidence)
+    if interval is not None and verdict.bounds:
+        interval = interval.clipped(*verdict.bounds)
     point = (case.mean if base is None
              else RELATIVE_TRANSFORMS[verdict.transform](case.mean, base.mean))  # type: ignore[index]
     out = replace(verdict, measured=point, value=case.mean if base is not None else None,
@@ -270,6 +334,34 @@ def judge_arms(verdict: ClaimVerdict, case: Arm, base: Arm | None, confidence: f
     out.reason = ("" if out.status != "inconclusive" else
                   f"the {level_text(confidence)} interval straddles the threshold {verdict.threshold:g}: "
                   "more replicates could decide it (--until-decided)")
+    fewest = min(arm.n for arm in (case, base) if arm is not None and not arm.exact) if not (
+        case.exact and (base is None or base.exact)) else None
+    minimum = verdict.min_equal_n or MIN_EQUAL_N
+    if interval.low == interval.high and fewest is not None and fewest < minimum and out.status != "inconclusive":
+        out.status = "inconclusive"
+        out.reason = (f"all {fewest} replicates are equal: a zero-width interval decides only from {minimum} "
+                      f"(min_equal_n); more repeats or seeds could decide it")
+    return out
+
+
+def _judge_proportion(verdict: ClaimVerdict, case: Arm, confidence: float) -> ClaimVerdict:
+    """A share of successes (replicates of 0 or 1) judged with Wilson's interval."""
+    k = successes(case)
+    out = replace(verdict, confidence=confidence, replicates=case.n, evidence=_evidence_json(case, None),
+                  standard_error=None, interval=None, paired=None)
+    if k is None:
+        out.status, out.interval_method = "not_evaluated", "none (not a proportion)"
+        out.reason = (f"metric {verdict.metric!r} is a proportion claim's figure, so each replicate must be "
+                      f"0 or 1; got {', '.join(f'{v:g}' for v in case.values[:5])}")
+        return out
+    interval = proportion_interval(case, confidence)
+    assert interval is not None
+    out.measured = interval.estimate
+    out.interval, out.interval_method = [interval.low, interval.high], interval.method
+    out.status = decide(interval, verdict.comparison, verdict.threshold)
+    out.reason = ("" if out.status != "inconclusive" else
+                  f"{k} of {case.n}: the {level_text(confidence)} interval on the share straddles "
+                  f"{verdict.threshold:g}; more replicates could decide it (--until-decided)")
     return out
 
 
@@ -344,6 +436,11 @@ class ClaimVerdict:
     when: dict[str, list[Any]] | None = None
     has_control: bool = False             # False: the plugin declared no control for this claim
     control: dict[str, Any] | None = None  # set on the verdict of a control run
+    kind: str = "continuous"              # the inference the figure gets (KINDS)
+    bounds: list[float] | None = None     # a bounded figure's [low, high]
+    min_equal_n: int | None = None        # all-equal replicates decide only from this many
+    premise: dict[str, Any] | None = None  # what the claim rests on (Premise.to_json)
+    premise_verdict: dict[str, Any] | None = None  # the premise as judged in this run, when it did not hold
 
     @property
     def passed(self) -> bool | None:
@@ -380,7 +477,7 @@ def summarize_claims(verdicts: Iterable[ClaimVerdict]) -> str:
 def counts_text(counts: Mapping[str, int]) -> str:
     """``2 pass, 1 fail, 3 not applicable`` from verdict counts by status ('' when all are 0)."""
     names = {"pass": "pass", "fail": "fail", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
-             "not_applicable": "not applicable"}
+             "not_applicable": "not applicable", "premise_absent": "premise absent"}
     return ", ".join(f"{counts[s]} {names[s]}" for s in names if counts.get(s))
 
 

@@ -37,12 +37,13 @@ def _case(workload: Workload, overrides: dict[str, Any], backend: str | None, re
           warmup: int | None, timeout: float) -> Case:
     params = dict(overrides)
     ranks = int(params.pop("ranks", workload.default_ranks))
+    declared = int(params.pop("repeats", 0))   # a control that needs n replicates to fail (proportions)
     threads = int(params.pop("threads", 0)) or default_threads(ranks)
     resolved = workload.resolve_params(CONTROL_SIZE, params)
     check_params(workload, resolved)
     return Case(workload=workload.name, size=CONTROL_SIZE, params=resolved, backend=backend, ranks=ranks,
                 threads=threads,
-                repeats=repeats or min(3, workload.default_repeats or 3),
+                repeats=max(declared, repeats or min(3, workload.default_repeats or 3)),
                 warmup=warmup if warmup is not None else (1 if workload.default_warmup is None
                                                           else workload.default_warmup),
                 timeout=timeout, swept={k: resolved[k] for k in params})

@@ -181,7 +181,7 @@ def checked_workload(obj: Any) -> tuple[Workload | None, str]:
         return None, (f"workload {obj.name!r}: variation must map metric names to one of {', '.join(SOURCES)}, "
                       f"e.g. {{'test_accuracy': 'seeds'}}, not {variation!r}")
     for claim in obj.claims:
-        bad = set((claim.control.params if claim.control else {})) - set(obj.params) - {"ranks", "threads"}
+        bad = set((claim.control.params if claim.control else {})) - set(obj.params) - {"ranks", "threads", "repeats"}
         if bad:
             return None, f"workload {obj.name!r}: the control of claim {claim.text!r} sets undeclared params {sorted(bad)}"
     return obj, ""

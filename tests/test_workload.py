@@ -64,7 +64,11 @@ def test_paired_when_arms_share_seeds() -> None:
     a = Arm((0.91, 0.95, 0.88, 0.93), "seeds", ("0", "1", "2", "3"))
     b = Arm((0.90, 0.94, 0.87, 0.92), "seeds", ("0", "1", "2", "3"))
     paired = diff.evaluate({"acc": a}, {"mode": "b"}, {"acc": b})
-    assert paired.paired is True and paired.status == "pass" and paired.interval == [pytest.approx(0.01)] * 2
+    # every seed gains exactly 0.01: a zero-width interval, which 4 seeds may not decide (MIN_EQUAL_N)
+    assert paired.paired is True and paired.interval == [pytest.approx(0.01)] * 2
+    assert paired.status == "inconclusive" and "min_equal_n" in paired.reason
+    declared = Claim("acc", ">=", 0.0, relative_to={"mode": "a"}, transform="difference", min_equal_n=4)
+    assert declared.evaluate({"acc": a}, {"mode": "b"}, {"acc": b}).status == "pass"
     other = Arm(b.values, "seeds", ("4", "5", "6", "7"))
     unpaired = diff.evaluate({"acc": a}, {"mode": "b"}, {"acc": other})
     assert unpaired.paired is False and unpaired.status == "inconclusive" and "Welch" in unpaired.interval_method

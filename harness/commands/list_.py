@@ -36,13 +36,17 @@ def _claims() -> Table:
     for name, w in sorted(reg.workloads.items()):
         for c in w.claims:
             when = ", ".join(f"{k} {op} {v}" for k, (op, v) in (c.when or {}).items())
+            if c.premise is not None:
+                when = "; ".join(filter(None, (when, f"premise: {c.premise.text}")))
+            text = c.text + {"proportion": " (share of replicates)", "bounded": f" (bounded to {list(c.bounds or ())})"
+                             }.get(c.kind, "")
             control = "no control declared"
             if c.control is not None:
                 spec = ", ".join(f"{k}={v}" for k, v in c.control.params.items())
                 control = f"{spec}: {c.control.why}"
                 if c.control.baseline is not None:
                     control += " (baseline: " + ", ".join(f"{k}={v}" for k, v in c.control.baseline.items()) + ")"
-            t.add_row(name, c.text, "" if c.paper_value is None else str(c.paper_value), when, c.source, control)
+            t.add_row(name, text, "" if c.paper_value is None else str(c.paper_value), when, c.source, control)
     return t
 
 

@@ -111,7 +111,8 @@ def verdicts(claims: str | list[dict[str, Any]] | None) -> list[ClaimVerdict]:
 
 
 COUNT_COLUMNS = {"pass": "claims_passed", "fail": "claims_failed", "inconclusive": "claims_inconclusive",
-                 "not_evaluated": "claims_not_evaluated", "not_applicable": "claims_not_applicable"}
+                 "not_evaluated": "claims_not_evaluated", "not_applicable": "claims_not_applicable",
+                 "premise_absent": "claims_premise_absent"}
 
 
 def claims_text(r: Any) -> str:
@@ -140,7 +141,7 @@ def interval_source(c: ClaimVerdict) -> str:
 def verdict_text(c: ClaimVerdict) -> str:
     """pass / FAIL / inconclusive / not evaluated: why, and a note when the plugin declared no control."""
     text = VERDICT_TEXT[c.status]
-    if c.status == "not_evaluated" and c.reason:
+    if c.status in ("not_evaluated", "premise_absent") and c.reason:
         text += f": {c.reason}"
     if not c.has_control:
         text += " (no control declared)"
@@ -148,7 +149,7 @@ def verdict_text(c: ClaimVerdict) -> str:
 
 
 VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
-                "not_applicable": "not applicable", NOT_CORRECTED: NOT_CORRECTED}
+                "not_applicable": "not applicable", "premise_absent": "premise absent", NOT_CORRECTED: NOT_CORRECTED}
 
 
 def claim_rows(df: pd.DataFrame) -> list[list[str]]:

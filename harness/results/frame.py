@@ -28,7 +28,7 @@ COLUMNS = ["file", "workload", "version", "case_id", "size", "params", "machine"
            "verified", "ranks", "threads", "usable_cpus", "status", "reason", "median_s", "ci95_low_s", "ci95_high_s", "cov",
            "unstable", "throughput", "throughput_unit", "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
            "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
-           "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_total", "control",
+           "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_premise_absent", "claims_total", "control",
            "created", "run_id", "commit", "samples", "metrics", "ceilings", "claims", "phases"]
 
 
@@ -83,6 +83,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "claims_inconclusive": counts["inconclusive"],
         "claims_not_evaluated": counts["not_evaluated"],
         "claims_not_applicable": counts["not_applicable"],
+        "claims_premise_absent": counts["premise_absent"],
         "claims_total": len(record.claims),
         "control": record.control.role if record.control else "",
         "created": record.created,

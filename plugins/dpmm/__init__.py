@@ -26,8 +26,16 @@ PAPER = "Dinari, Yu, Freifeld, Fisher. Distributed MCMC Inference in DPMMs Using
 # points among existing ones): with a burn-out longer than the chain no cluster ever becomes
 # splittable. (alpha -> 0 was the control before; split moves still fired in some chains, and with
 # intervals over 3 chains its verdicts stayed inconclusive.)
-SINGLE_CLUSTER = Control({"burnout": 10**6}, "burn-out longer than the chain: no split move is ever proposed, "
-                                             "so the chain stays at its single starting cluster")
+SINGLE_CLUSTER = Control({"burnout": 10**6, "repeats": 5},
+                         "burn-out longer than the chain: no split move is ever proposed, so the chain stays at "
+                         "its single starting cluster (5 chains: Wilson's interval on 0 of 5 lies below one half)")
+# K is a count per chain, so the K claims are proportions of chains (Wilson's interval), not means:
+# a t-interval on |K - K*| = 0, 0, 1 reached -1.1, and three equal chains gave a zero-width interval
+# that decided. "Most chains" (a share of at least one half) needs 5 of 5 chains to pass at 95 %.
+MOST_CHAINS = 0.5
+# On one Gaussian the paper's chain never leaves K = 1; "three chains in four" at least, which 16 of 16
+# chains show at 95 % (Wilson's lower bound 0.81), and 70 % of chains staying (30 % splitting) does not.
+NEARLY_ALL_CHAINS = 0.75
 
 
 class Dpmm(Workload):
@@ -81,22 +89,26 @@ class Dpmm(Workload):
              "paper": {"n": 1000000, "d": 16, "k_true": 10, "burnout": 20, "nmi_curve": False}}
     default_size = "small"
     throughput = ("points_per_s", "points x iterations/s")
+    # the bytes of one iteration at K = 1 are fixed by d and the message layout, the same in every chain
+    variation = {"comm_bytes_per_iteration_k1": "exact"}
     default_ranks = 2
     claims = [
-        Claim("k_error", "<=", 1, paper_value="K recovered",
-              source="paper: the sampler recovers the number of clusters; +-1 is this harness's tolerance "
-                     "(docs/workloads/dpmm.md)",
+        Claim("k_recovered", ">=", MOST_CHAINS, kind="proportion", paper_value="K recovered",
+              source="paper: the sampler recovers the number of clusters; K within +-1 in most chains is this "
+                     "harness's tolerance (docs/workloads/dpmm.md)",
+              description="share of chains whose final K is within 1 of the true K",
               when={"application": ("==", "clustering")}, control=SINGLE_CLUSTER),
-        Claim("nmi", ">=", 0.9, paper_value=">= 0.9",
+        Claim("nmi", ">=", 0.9, kind="bounded", bounds=(0.0, 1.0), paper_value=">= 0.9",
               source="paper: clustering quality on synthetic mixtures; NMI >= 0.9 within 100 iterations is this "
                      "harness's threshold (docs/workloads/dpmm.md)",
               when={"application": ("==", "clustering")}, control=SINGLE_CLUSTER),
-        Claim("k_max", "<=", 1, paper_value="K = 1 on one Gaussian",
+        Claim("k_stayed_1", ">=", NEARLY_ALL_CHAINS, kind="proportion", paper_value="K = 1 on one Gaussian",
               source="paper: the split/merge moves add a cluster only when the data support it; on data from "
-                     "a single Gaussian the chain must never leave K = 1 (docs/workloads/dpmm.md)",
-              description="the largest K of the chain on single-Gaussian data",
+                     "a single Gaussian at least three chains in four never leave K = 1 is this harness's threshold "
+                     "(docs/workloads/dpmm.md)",
+              description="share of chains whose K never left 1 on single-Gaussian data",
               when={"k_true": ("==", 1), "application": ("==", "clustering"), "data": ("==", "")},
-              control=Control({"k_true": 1, "split_test": "accept"},
+              control=Control({"k_true": 1, "split_test": "accept", "repeats": 5},
                               "every proposed split taken without its Metropolis-Hastings test: the step that "
                               "refuses unsupported clusters is gone")),
         Claim("comm_bytes_per_iteration_k1", "<=", 1.10, paper_value="only sufficient statistics travel",
@@ -210,6 +222,9 @@ class Dpmm(Workload):
         elif st.get("y") is not None:
             k_true = int(len(np.unique(st["y"])))
             metrics.update(k_true=k_true, k_error=abs(metrics["k_found"] - k_true))
+        if "k_error" in metrics:   # one chain's success, 0 or 1: the K claims count them over chains
+            metrics["k_recovered"] = int(metrics["k_error"] <= 1)
+        metrics["k_stayed_1"] = int(metrics["k_max"] <= 1)
         metrics["data"] = p["data"] or f"generated (reference {p['likelihood']} generator)"
         metrics["likelihood"] = p["likelihood"]
         metrics.update(st.get("baseline", {}))
