@@ -9,7 +9,9 @@ A learned mask is only worth something above what needs no learning from the box
 * ``sphere``: the classical spherical peak-minus-background integration, its radius fitted on the
   training boxes (the one with the smallest mean relative intensity error).
 
-All are numpy, deterministic, and use only training data to fit.
+All are numpy, deterministic, and use only training data to fit. Which comparator a margin
+is taken against is chosen on validation boxes before any test box is seen
+(:func:`choose_comparators`), never on the test boxes the margin is measured on.
 """
 from __future__ import annotations
 
@@ -128,3 +130,27 @@ def gaussian_fit_intensities(counts: np.ndarray, half: int = 4) -> np.ndarray:
         except (ValueError, np.linalg.LinAlgError):
             out[i] = 0.0
     return out
+
+
+def comparator_scores(comparators: MaskControls, sphere_radius: float, boxes: dict[str, np.ndarray],
+                      fraction: float) -> tuple[dict[str, float], dict[str, float]]:
+    """(Dice per mask comparator, mean relative intensity error on the weak half of the peaks per
+    comparator, the profile fit included) on ``boxes``: what a margin is taken against."""
+    from harness_plugins.bragg_unet.integrate import relative_errors
+
+    counts, intensity = boxes["counts"], boxes["intensity"]
+    weak = intensity < np.median(intensity)
+    masks = comparators.masks(counts)
+    dice = {name: float(dice_per_box(m, boxes["mask"]).mean()) for name, m in masks.items()}
+    errors = {name: float(relative_errors(counts, m, intensity, False, fraction=fraction)[0][weak].mean())
+              for name, m in masks.items()}
+    errors["sphere"] = float(relative_errors(counts, None, intensity, True, radius=sphere_radius)[0][weak].mean())
+    fit = np.abs(gaussian_fit_intensities(counts) - intensity) / intensity
+    errors["profile_fit"] = float(fit[weak].mean())
+    return dice, errors
+
+
+def choose_comparators(dice: dict[str, float], weak_errors: dict[str, float]) -> tuple[str, str]:
+    """(the mask with the best Dice, the comparator with the smallest weak-peak error), as scored
+    on validation boxes: fixed before the run's test boxes are drawn."""
+    return max(dice, key=dice.get), min(weak_errors, key=weak_errors.get)

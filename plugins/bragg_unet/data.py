@@ -82,7 +82,7 @@ def _background(size: int, level: float, gradient: float, rng: np.random.Generat
     return level * (1 + rng.uniform(0, gradient) * ramp)
 
 
-def simulate(n: int, size: int, inst: Instrument, seed: int) -> dict[str, np.ndarray]:
+def simulate(n: int, size: int, inst: Instrument, seed: int | list[int]) -> dict[str, np.ndarray]:
     """n boxes: counts (n, size, size, size), mask (bool), intensity (n), background (n)."""
     rng = np.random.default_rng(seed)
     counts = np.empty((n, size, size, size), dtype=np.float32)

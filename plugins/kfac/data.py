@@ -6,8 +6,9 @@ two Gaussian clusters per class on the vertices of a hypercube (class_sep 1.5), 
 ``label_noise`` of the labels replaced by random ones. An MLP can learn the rule and also memorise
 the noise, so how it is trained (batch, optimizer, smoothing) changes what it generalises: the
 setting of the large-batch gap, at 10,000 training rows so that a large batch is at most 10 % of
-them. The test set is one shared set (the same rows for every seed and arm); each seed draws its
-own fit and validation rows from the rest.
+them. Each seed draws its own fit, validation and test rows from the generated rows (the arms of
+one seed share them, so they stay paired): the interval over seeds then carries the test set's
+sampling variation as well as the training's, where one shared test set carried training only.
 """
 from __future__ import annotations
 
@@ -45,13 +46,11 @@ def make_splits(p: dict[str, Any]) -> tuple[list[dict[str, tuple[np.ndarray, np.
         return splits, "sklearn digits (bundled)"
     n_fit, n_val, n_test = p["train_rows"], p["val_rows"], p["test_rows"]
     x, y = synthetic_classes(n_fit + n_val + n_test, p["dim"], p["label_noise"], p["data_seed"])
-    x_test, y_test = x[:n_test], y[:n_test]            # shared by every seed and arm
-    rest_x, rest_y = x[n_test:], y[n_test:]
     splits = []
-    for s in range(p["seeds"]):
-        order = np.random.default_rng(p["seed"] + 100 * s).permutation(len(rest_y))
-        fit, val = order[:n_fit], order[n_fit:]
-        splits.append(_normalised(rest_x[fit], rest_y[fit], rest_x[val], rest_y[val], x_test, y_test))
+    for s in range(p["seeds"]):   # a fresh split per seed: fit, validation and test rows of its own
+        order = np.random.default_rng(p["seed"] + 100 * s).permutation(len(y))
+        fit, val, test = order[:n_fit], order[n_fit:n_fit + n_val], order[n_fit + n_val:]
+        splits.append(_normalised(x[fit], y[fit], x[val], y[val], x[test], y[test]))
     return splits, (f"synthetic-classes (sklearn make_classification, {p['dim']} features, 10 classes, "
                     f"{p['label_noise']:.0%} labels flipped, data seed {p['data_seed']})")
 
