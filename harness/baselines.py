@@ -23,10 +23,12 @@ if TYPE_CHECKING:
 
 
 def evidence(metrics: dict[str, Any], samples: dict[str, list[Any]],
-             replicates: dict[str, dict[str, float]], variation: dict[str, str]) -> dict[str, Arm | NotANumber]:
+             replicates: dict[str, dict[str, float]], variation: dict[str, str],
+             launches: list[int] | None = None) -> dict[str, Arm | NotANumber]:
     """The replicates claims are judged on, per metric, as the workload's ``variation`` declares
     them: the values over the measured repeats (default), the per-seed values it reported
-    (``seeds``; one value when it reported none), or the value itself (``exact``)."""
+    (``seeds``; one value when it reported none), or the value itself (``exact``). ``launches``
+    names the worker launch of each repeat, for a case run with ``--launches``."""
     out: dict[str, Arm | NotANumber] = {}
     for key in {*metrics, *samples, *replicates}:
         source = variation.get(key, "repeats")
@@ -45,12 +47,14 @@ def evidence(metrics: dict[str, Any], samples: dict[str, list[Any]],
             continue
         if source != "repeats":   # exact, or a per-seed figure reported once per repeat: one value
             values = values[-1:]
-        out[key] = Arm(tuple(values), source)  # type: ignore[arg-type]
+        groups = tuple(launches) if source == "repeats" and launches and len(launches) == len(values) else None
+        out[key] = Arm(tuple(values), source, launches=groups)  # type: ignore[arg-type]
     return out
 
 
 def record_evidence(record: Record, workload: Workload) -> dict[str, Arm | NotANumber]:
-    return evidence(record.metrics, record.metric_samples, record.replicates, workload.variation)
+    launches = record.sample_launches if record.protocol.launches > 1 else None
+    return evidence(record.metrics, record.metric_samples, record.replicates, workload.variation, launches)
 
 
 class RunIndex:

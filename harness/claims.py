@@ -373,9 +373,13 @@ def _bound(x: float) -> float | None:
 def _evidence_json(case: Arm, base: Arm | None) -> dict[str, Any]:
     out: dict[str, Any] = {"values": list(case.values), "source": case.source,
                            "ids": list(case.ids) if case.ids is not None else None}
+    if case.launch_count > 1:
+        out["launches"] = list(case.launches or ())
     if base is not None:
         out.update(baseline_values=list(base.values), baseline_source=base.source,
                    baseline_ids=list(base.ids) if base.ids is not None else None)
+        if base.launch_count > 1:
+            out["baseline_launches"] = list(base.launches or ())
     return out
 
 
@@ -384,8 +388,10 @@ def _arm_from_json(evidence: dict[str, Any], prefix: str = "") -> Arm | None:
     if not values:
         return None
     ids = evidence.get(f"{prefix}ids")
+    launches = evidence.get(f"{prefix}launches")
     return Arm(tuple(float(v) for v in values), evidence.get(f"{prefix}source") or "repeats",
-               tuple(str(i) for i in ids) if ids is not None else None)
+               tuple(str(i) for i in ids) if ids is not None else None,
+               tuple(int(i) for i in launches) if launches else None)
 
 
 def rejudge(verdict: ClaimVerdict, confidence: float) -> ClaimVerdict:

@@ -81,8 +81,11 @@ def _wanting(record: Record) -> list[str]:
 
 
 def merge_round(record: Record, extra: Record, unstable_cov: float) -> None:
-    """``extra``'s measured repeats join ``record``'s: samples, per-rank samples, per-repeat
-    metrics and per-seed replicates (the phase and comm summaries stay the first round's)."""
+    """``extra``'s measured repeats (another launch or round) join ``record``'s: samples, per-rank
+    samples, per-repeat metrics and per-seed replicates (the phase and comm summaries stay the
+    first launch's); ``sample_launches`` numbers the launch each sample came from."""
+    kept = record.sample_launches or [0] * len(record.samples)
+    record.sample_launches = kept + [max(kept, default=-1) + 1] * len(extra.samples)
     record.samples = record.samples + extra.samples
     record.samples_per_rank = [a + b for a, b in zip(record.samples_per_rank, extra.samples_per_rank)]
     for key in {*record.metric_samples, *extra.metric_samples}:

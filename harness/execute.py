@@ -175,7 +175,7 @@ def base_record(case: Case, session: Session) -> Record:
                             source=reg.source("backend", case.backend) if case.backend else None),
         launch=LaunchInfo(launcher="none", ranks=case.ranks, threads=case.threads, timeout_s=case.timeout),
         protocol=ProtocolInfo(repeats=case.repeats, warmup=case.warmup, unstable_cov=session.unstable_cov,
-                              confidence=session.confidence),
+                              confidence=session.confidence, launches=case.launches),
         hardware=session.hardware, identity=session.identity,
         profile=session.profile, software=software(),
         environment=numerics_environment(inherited_environment()),
@@ -308,6 +308,7 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
     """Samples, statistics, phases, comm, verification and metrics from a worker result."""
     ranks = result.ranks
     record.samples = repeat_samples(ranks)
+    record.sample_launches = [0] * len(record.samples)   # a later launch or round renumbers on merging
     record.samples_per_rank = [r["samples"] for r in ranks]
     record.stats = Stats(**summarize(record.samples, session.unstable_cov))
     record.phases = {k: PhaseStats(**v) for k, v in phase_summary(ranks).items()}

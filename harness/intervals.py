@@ -19,7 +19,13 @@ and from how many replicates, so a reader can judge it. The rules:
   Wilson rather than Clopper-Pearson: its coverage is near the nominal level on average, where
   Clopper-Pearson's is above it and would leave more claims undecided at a few dozen chains;
 - a figure with known bounds (Dice, NMI, accuracy in [0, 1]): the interval clipped to the bounds.
-  Clipping never removes the true value (it lies within the bounds), so coverage is unchanged.
+  Clipping never removes the true value (it lies within the bounds), so coverage is unchanged;
+- repeats from several worker launches (``--launches``): the variance of the mean is the larger of
+  the between-launch one (variance of the launch means / launches) and the within one (variance
+  of all repeats / repeats), on launches - 1 degrees of freedom: the truncated random-effects
+  estimate (max of the two ANOVA mean squares). Both factors are at least those of the interval
+  that takes every repeat as independent, so it is never narrower than that one on the same
+  samples, and it widens where launches differ (oneDNN's start-up choices, page placement).
 
 ``harness compare`` has many samples of skewed timings: there the ratio of medians gets a
 bootstrap interval (``scipy.stats.bootstrap``), the Mann-Whitney p-values a Benjamini-Hochberg
@@ -52,6 +58,11 @@ class Arm:
     values: tuple[float, ...]
     source: str = "repeats"
     ids: tuple[str, ...] | None = None
+    launches: tuple[int, ...] | None = None   # the worker launch of each value (--launches)
+
+    @property
+    def launch_count(self) -> int:
+        return len(set(self.launches)) if self.launches is not None and len(self.launches) == self.n else 1
 
     @property
     def n(self) -> int:
@@ -116,6 +127,27 @@ def _t(confidence: float, df: float) -> float:
     return float(stats.t.ppf(0.5 + confidence / 2, df))
 
 
+def mean_spread(arm: Arm) -> tuple[float, float, str]:
+    """(variance of the arm's mean, its degrees of freedom, the replicates in words): the repeats
+    as independent, or, over several launches, the larger of the between- and within-launch
+    variance on launches - 1 degrees of freedom (module docstring)."""
+    x = np.asarray(arm.values, dtype=float)
+    within = float(x.var(ddof=1)) / arm.n
+    if arm.launch_count < 2:
+        return within, arm.n - 1, f"{arm.n} {arm.source}"
+    groups = np.asarray(arm.launches)
+    means = np.array([x[groups == g].mean() for g in sorted(set(arm.launches or ()))])
+    between = float(means.var(ddof=1)) / len(means)
+    spread = "between-launch" if between >= within else "within-launch"
+    return (max(within, between), len(means) - 1,
+            f"{len(means)} launches of {arm.n} {arm.source} in all, {spread} spread")
+
+
+def _spread_interval(est: float, variance: float, df: float, confidence: float) -> tuple[float, float]:
+    half = _t(confidence, df) * math.sqrt(variance)
+    return est - half, est + half
+
+
 def mean_interval(arm: Arm, confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
     """Student's t-interval on the mean of ``arm``; the point for an exact figure; None for one
     replicate of a figure that varies (nothing can be said about its spread)."""
@@ -128,6 +160,10 @@ def mean_interval(arm: Arm, confidence: float = DEFAULT_CONFIDENCE) -> Interval 
     what = f"t-interval over {arm.n} {arm.source}"
     if np.ptp(x) == 0:
         return Interval(m, m, m, what + " (all equal)", confidence, arm.n)
+    if arm.launch_count > 1:
+        variance, df, words = mean_spread(arm)
+        low, high = _spread_interval(m, variance, df, confidence)
+        return Interval(m, low, high, f"hierarchical t-interval over {words}", confidence, arm.n)
     from scipy import stats
     low, high = _t_ci(stats.ttest_1samp, confidence, x, 0.0)
     return Interval(m, low, high, what, confidence, arm.n)
@@ -192,6 +228,12 @@ def difference_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) 
     what = f"Welch t-interval ({a.n} vs {b.n} {a.source}, unpaired)"
     if np.ptp(x) == 0 and np.ptp(y) == 0:
         return Interval(est, est, est, what + " (no spread)", confidence, a.n, b.n, False)
+    if a.launch_count > 1 or b.launch_count > 1:
+        (va, dfa, wa), (vb, dfb, wb) = mean_spread(a), mean_spread(b)
+        df = (va + vb) ** 2 / sum(v * v / d for v, d in ((va, dfa), (vb, dfb)) if v > 0) if va + vb > 0 else 1e9
+        low, high = _spread_interval(est, va + vb, df, confidence)
+        return Interval(est, low, high, f"hierarchical Welch t-interval ({wa} vs {wb}, unpaired)", confidence,
+                        a.n, b.n, False)
     low, high = _t_ci(stats.ttest_ind, confidence, x, y, equal_var=False)
     return Interval(est, low, high, what, confidence, a.n, b.n, False)
 
@@ -217,13 +259,15 @@ def ratio_interval(a: Arm, b: Arm, confidence: float = DEFAULT_CONFIDENCE) -> In
         cov = float(np.cov(x, y, ddof=1)[0, 1]) / n
         df = n - 1
     else:
-        va = 0.0 if a.exact else float(np.var(a.values, ddof=1)) / a.n
-        vb = 0.0 if b.exact else float(np.var(b.values, ddof=1)) / b.n
+        (va, dfa, wa), (vb, dfb, wb) = ((0.0, 1e9, f"{arm.n} exact") if arm.exact else mean_spread(arm)
+                                        for arm in (a, b))
         cov = 0.0
-        parts = [(va, a.n), (est * est * vb, b.n)]
-        denom = sum(v * v / (n - 1) for v, n in parts if v > 0)
+        parts = [(va, dfa), (est * est * vb, dfb)]
+        denom = sum(v * v / d for v, d in parts if v > 0)
         df = (va + est * est * vb) ** 2 / denom if denom > 0 else 1e9
+    launches = a.launch_count > 1 or b.launch_count > 1
     method = ("Fieller interval, paired over shared seeds" if paired
+              else f"hierarchical Fieller interval ({wa} vs {wb}, unpaired)" if launches
               else f"Fieller interval ({a.n} vs {b.n}, unpaired)")
     q = _t(confidence, df)
     qa = q * q

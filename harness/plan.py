@@ -2,8 +2,8 @@
 
 A suite is a TOML file with ``description`` and ``[[case]]`` tables. Each case table names
 ``workload`` ("*" for every registered workload, a name, or a list) and optionally
-``size``, ``backend``, ``ranks``, ``threads``, ``repeats``, ``warmup``, ``timeout``,
-``until_decided`` (true: more repeats while its claims are inconclusive, as ``--until-decided``)
+``size``, ``backend``, ``ranks``, ``threads``, ``repeats``, ``launches`` (the repeats run in
+each of this many separate worker launches), ``warmup``, ``timeout``, ``until_decided`` (true: more repeats while its claims are inconclusive, as ``--until-decided``)
 and a ``[case.params]`` table; list values are swept (cartesian product).
 """
 from __future__ import annotations
@@ -23,15 +23,16 @@ from harness.registry import Registry
 if TYPE_CHECKING:
     from harness.workload import Workload
 
-CASE_KEYS = {"workload", "size", "backend", "ranks", "threads", "repeats", "warmup", "timeout", "params",
-             "until_decided"}
+CASE_KEYS = {"workload", "size", "backend", "ranks", "threads", "repeats", "launches", "warmup", "timeout",
+             "params", "until_decided"}
 SUITE_KEYS = {"description", "case"}
 DEFAULT_REPEATS = 5
 DEFAULT_WARMUP = 1
 DEFAULT_TIMEOUT_S = 900.0
 # Bounds of the resource and protocol values, from the command line or a suite: beyond them a
 # value is a typo (or an attack on the machine), not a plan.
-LIMITS = {"ranks": (1, 65536), "threads": (1, 4096), "repeats": (1, 100000), "warmup": (0, 10000),
+LIMITS = {"ranks": (1, 65536), "threads": (1, 4096), "repeats": (1, 100000), "launches": (1, 1000),
+          "warmup": (0, 10000),
           "timeout": (1.0, 30 * 86400.0)}
 
 
@@ -58,7 +59,8 @@ class Case:
     timeout: float
     swept: dict[str, Any] = field(default_factory=dict)
     until_decided: bool = False    # the suite asks for more repeats while its claims are inconclusive
-    first_repeat: int = 0          # ctx.repeat of the first measured repeat (a later --until-decided round)
+    first_repeat: int = 0          # ctx.repeat of the first measured repeat (a later launch or round)
+    launches: int = 1              # separate worker launches, each running `repeats` measured repeats
 
     @property
     def case_id(self) -> str:
@@ -81,6 +83,7 @@ class Overrides:
     ranks: list[int] | None = None
     threads: list[int] | None = None
     repeats: int | None = None
+    launches: int | None = None
     warmup: int | None = None
     timeout: float | None = None
     params: dict[str, list[str]] = field(default_factory=dict)
@@ -165,7 +168,7 @@ def _suite_value_problem(key: str, value: Any) -> str:
     elif key in ("ranks", "threads"):
         if not names or not all(within_limits(key, n) for n in names):
             return "expected an integer or a list of integers between {} and {}".format(*LIMITS[key])
-    elif key in ("repeats", "warmup"):
+    elif key in ("repeats", "launches", "warmup"):
         if not within_limits(key, value):
             return "expected an integer between {} and {}".format(*LIMITS[key])
     elif key == "until_decided":
@@ -268,6 +271,8 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                             "warmup", DEFAULT_WARMUP if workload.default_warmup is None else workload.default_warmup),
                             "warmup", 0),
                         timeout=float(cli.timeout or entry.get("timeout", DEFAULT_TIMEOUT_S)),
+                        launches=_positive_int(cli.launches or entry.get("launches", workload.default_launches),
+                                               "launches"),
                         swept={k: params[k] for k in keys}, until_decided=bool(entry.get("until_decided", False))))
     unused = set(cli.params) - used_cli_params
     if unused:

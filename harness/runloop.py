@@ -22,6 +22,7 @@ from harness.claims import summarize_claims
 from harness.decide import Budget, until_decided
 from harness.errors import Interrupted, check_interrupted, raise_interrupted
 from harness.execute import CaseInterrupted, Session, execute, judge_claims, stability_note
+from harness.launches import more_launches
 from harness.outdir import finish_work
 from harness.plan import Case
 from harness.results.record import Record
@@ -126,6 +127,9 @@ class RunLoop:
                 record = self._execute(case, lambda text: status.update(f"{escape(prefix)} {escape(text)}"), live)
         else:
             record = self._execute(case, lambda text: self._say(f"{prefix} {text}"), live)
+        if case.launches > 1:
+            more_launches(record, case, lambda c: self._execute(c, None, live), self.session.unstable_cov,
+                          lambda text: self._say(f"{prefix} {text}"))
         self.judge(case, record)
         if self.wants_more(case, record):
             until_decided(record, case, self.budget, lambda c: self._execute(c, None, live),

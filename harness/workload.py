@@ -39,6 +39,9 @@ class Workload:
     default_ranks: ClassVar[int] = 1
     default_repeats: ClassVar[int | None] = None   # None: the harness default (5); 1 for training workloads
     default_warmup: ClassVar[int | None] = None    # None: the harness default (1)
+    # separate worker launches per case, each running the repeats: > 1 where a claim is a timing
+    # ratio whose launch-to-launch variation one launch would hide (harness.launches)
+    default_launches: ClassVar[int] = 1
     claims: ClassVar[list[Claim]] = []
     # Where a claimed metric's replicates come from, metric -> source (harness.intervals):
     # "repeats" (the default: the measured repeats are independent replicates, as timings are, or
@@ -137,7 +140,7 @@ def _shape_problem(obj: Workload) -> str:
         return f"workload {name!r}: install must map module names to pip requirements, not {obj.install!r:.80}"
     if not isinstance(obj.ceilings, dict):
         return f"workload {name!r}: ceilings must map metric names to units, not {obj.ceilings!r:.80}"
-    for attr, least in (("default_ranks", 1), ("default_repeats", 1), ("default_warmup", 0)):
+    for attr, least in (("default_ranks", 1), ("default_repeats", 1), ("default_warmup", 0), ("default_launches", 1)):
         value = getattr(obj, attr)
         if value is None and attr != "default_ranks":
             continue

@@ -58,7 +58,10 @@ def add_case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", help="threads per rank, e.g. 2 or 1,2 (default: 1 under MPI, all CPUs otherwise)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=V[,V2]",
                    help="set or sweep a workload parameter; repeatable")
-    p.add_argument("--repeats", type=int, help="measured repeats per case (default 5)")
+    p.add_argument("--repeats", type=int, help="measured repeats per case (per launch with --launches; default 5)")
+    p.add_argument("--launches", type=int,
+                   help="separate worker launches per case, each running --repeats: timing intervals then carry "
+                        "launch-to-launch variation (default: the workload's, 1 for most)")
     p.add_argument("--warmup", type=int, help="discarded warmup repeats per case (default 1)")
     p.add_argument("--timeout", type=float, help="seconds before a case is killed (default 900)")
     p.add_argument("--out", default="results", help="results folder (default: ./results)")
@@ -96,7 +99,7 @@ def add_machine_name_option(p: argparse.ArgumentParser) -> None:
 def case_argv(args: argparse.Namespace) -> list[str]:
     """The options of :func:`add_case_options` as a command line again (for a batch script)."""
     out = ["--suite", args.suite] if args.suite else ["--workload", args.workload]
-    for name in ("backend", "size", "ranks", "threads", "repeats", "warmup", "timeout"):
+    for name in ("backend", "size", "ranks", "threads", "repeats", "launches", "warmup", "timeout"):
         value = getattr(args, name)
         if value is not None:
             out += [f"--{name}", str(value)]
@@ -131,7 +134,8 @@ def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
             raise UsageError(f"--backend {args.backend!r}: an empty name; give names separated by commas "
                              "(see `harness list backends`)")
     overrides = Overrides(size=args.size, backends=backends, ranks=_int_list(args.ranks, "--ranks"),
-                          threads=_int_list(args.threads, "--threads"), repeats=args.repeats, warmup=args.warmup,
+                          threads=_int_list(args.threads, "--threads"), repeats=args.repeats, launches=args.launches,
+                          warmup=args.warmup,
                           timeout=args.timeout, params=parse_param_options(args.param))
     cases = expand(_entries(args), reg, overrides)
     if not cases:
@@ -154,9 +158,9 @@ def _int_list(text: str | None, option: str) -> list[int] | None:
 
 
 def check_protocol_options(args: argparse.Namespace) -> None:
-    """--repeats, --warmup and --timeout inside LIMITS (shared with `harness controls`)."""
-    for name in ("repeats", "warmup", "timeout"):
-        value = getattr(args, name)
+    """--repeats, --launches, --warmup and --timeout inside LIMITS (shared with `harness controls`)."""
+    for name in ("repeats", "launches", "warmup", "timeout"):
+        value = getattr(args, name, None)
         if value is not None and not within_limits(name, value):
             raise UsageError("--{} {}: must be a finite number between {:g} and {:g}".format(name, value, *LIMITS[name]))
 

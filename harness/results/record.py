@@ -87,6 +87,7 @@ class ProtocolInfo:
     allreduce_profiler_note: str = ""
     confidence: float = 0.95            # two-sided level of the claims' intervals
     until_decided: dict[str, Any] | None = None   # rounds, repeats, looks, per-look level, why it stopped
+    launches: int = 1                   # worker launches asked for; > 1: intervals between launches
 
 
 @dataclass
@@ -171,6 +172,7 @@ class Record:
     environment: dict[str, str] = field(default_factory=dict)
     samples: list[float] = field(default_factory=list)
     samples_per_rank: list[list[float]] = field(default_factory=list)
+    sample_launches: list[int] = field(default_factory=list)   # the worker launch (0, 1, ...) of each sample
     stats: Stats | None = None
     phases: dict[str, PhaseStats] = field(default_factory=dict)
     comm: CommSummary | None = None

@@ -63,13 +63,17 @@ class TfCnn(Workload):
              "paper": {"batch": 64, "steps": 50}}
     default_size = "small"
     throughput = ("images_per_s", "images/s")
-    default_repeats = 5
+    # The library claim is a timing ratio, and oneDNN's start-up choices vary from launch to launch
+    # (2.10 [1.82, 2.48] in one launch, 1.65 [1.38, 1.92] over two): 3 launches of 2 repeats each,
+    # judged between launches (harness.launches), for about the time 5 repeats in one launch took.
+    default_repeats = 2
+    default_launches = 3
     default_warmup = 0     # setup already ran (and traced) the first step
     claims = [
         Claim("images_per_s", ">=", 2.0, paper_value="training speed depends strongly on the optimised library",
               relative_to={"math": "eigen"}, transform="ratio", when={"math": ("==", "onednn")},
               description="training images/s on oneDNN over TF's Eigen path without oneDNN's sgemm, same model "
-                          "and run (interval over the repeats)",
+                          "and run (interval between 3 launches of 2 repeats each)",
               source="abstract: training speed depends on the optimised library; 2x is this harness's threshold "
                      "(docs/workloads/tf_cnn.md)",
               control=Control({"math": "eigen", "model": "resnet50", "image_size": 64, "classes": 1000, "batch": 4,
