@@ -126,7 +126,7 @@ class RunIndex:
             verdict, status="premise_absent",
             premise_verdict={"status": held.status, "measured": held.measured, "interval": held.interval,
                              "interval_method": held.interval_method, "reason": held.reason},
-            reason=f"premise absent: {premise.claim.text} came out {held.status.replace('_', ' ')} on the case "
+            reason=f"{premise.claim.text} came out {held.status.replace('_', ' ')} on the case "
                    f"with {spec} ({figure}); {premise.why}")
 
 

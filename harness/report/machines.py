@@ -151,7 +151,7 @@ def verdict_matrix(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             if c.status in ("not_applicable", "not_evaluated"):
                 continue
             cells.setdefault(f"{r.workload}: {c.text}", {}).setdefault(r.machine, []).append(
-                "FAIL" if c.status == "fail" else c.status)
+                "FAIL" if c.status == "fail" else c.status.replace("_", " "))
     rows = []
     for claim in sorted(cells):
         row = [claim]

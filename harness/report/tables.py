@@ -142,7 +142,7 @@ def verdict_text(c: ClaimVerdict) -> str:
     """pass / FAIL / inconclusive / not evaluated: why, and a note when the plugin declared no control."""
     text = VERDICT_TEXT[c.status]
     if c.status in ("not_evaluated", "premise_absent") and c.reason:
-        text += f": {c.reason}"
+        text += f": {c.reason.removeprefix(text + ': ')}"
     if not c.has_control:
         text += " (no control declared)"
     return text
