@@ -157,7 +157,7 @@ def test_two_ranks_recover_the_clusters(harness_cli, tmp_path) -> None:
     # rounding taking the chain elsewhere, but not for a sampler that does not work.
     # one repeat is one chain: the claims are evaluated, and inconclusive (one replicate)
     verdicts = {c["metric"]: c["status"] for c in rec["claims"]}
-    assert verdicts["k_error"] == verdicts["nmi"] == "inconclusive" and verdicts["psnr_gain_db"] == "not_applicable"
+    assert verdicts["k_recovered"] == verdicts["nmi"] == "inconclusive" and verdicts["psnr_gain_db"] == "not_applicable"
     assert m["nmi"] >= 0.8 and m["k_error"] <= 2
     assert 0 <= m["bgmm_nmi"] <= 1 + 1e-9 and m["bgmm_seconds"] > 0
     assert rec["stats"]["median"] < 60
@@ -175,8 +175,8 @@ def test_image_patch_denoising_improves_psnr(harness_cli, tmp_path) -> None:
     assert m["patches"] == (64 - 7) ** 2
     assert m["psnr_denoised"] > m["psnr_noisy"] and m["psnr_gain_db"] > 0
     verdicts = {c["metric"]: c["status"] for c in rec["claims"]}
-    assert verdicts == {"k_error": "not_applicable", "nmi": "not_applicable", "iteration_s": "not_applicable",
-                        "k_max": "not_applicable",
+    assert verdicts == {"k_recovered": "not_applicable", "nmi": "not_applicable", "iteration_s": "not_applicable",
+                        "k_stayed_1": "not_applicable",
                         "comm_bytes_per_iteration_k1": "not_applicable",
                         "psnr_gain_db": "inconclusive", "gain_over_single_gaussian_db": "inconclusive"}
     assert m["psnr_denoised"] > m["psnr_single_gaussian"]
