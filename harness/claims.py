@@ -191,6 +191,9 @@ class Claim:
     ``min_equal_n``: replicates that are all equal decide only from this many (:data:`MIN_EQUAL_N`).
     ``premise``: what the claim rests on (:class:`Premise`); where it does not hold, the verdict
     is ``premise_absent``.
+    ``at_quality``: the figure is a trained network's, and means something only where every
+    training of the case (and of its baseline) stopped at its quality target or a plateau
+    (:mod:`harness.quality`); where one hit its step budget first, the verdict is ``inconclusive``.
     """
 
     metric: str
@@ -207,6 +210,7 @@ class Claim:
     bounds: tuple[float, float] | None = None
     min_equal_n: int = MIN_EQUAL_N
     premise: Premise | None = None
+    at_quality: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -288,7 +292,10 @@ class Claim:
                 spec = ", ".join(f"{k}={v}" for k, v in self.relative_to.items())
                 return self._verdict("not_evaluated", f"no usable baseline case with {spec} in this run: "
                                                       f"add {spec} to the sweep")
-        return judge_arms(self._verdict("not_evaluated", ""), case, base, confidence)
+        verdict = self._verdict("not_evaluated", "")
+        if self.at_quality:
+            verdict.not_at_quality = not_at_quality(evidence, baseline if self.relative_to is not None else None)
+        return judge_arms(verdict, case, base, confidence)
 
     def _verdict(self, status: Status, reason: str) -> ClaimVerdict:
         return ClaimVerdict(
@@ -298,7 +305,28 @@ class Claim:
             when={k: list(v) for k, v in self.when.items()} if self.when else None,
             status=status, reason=reason, has_control=self.control is not None, kind=self.kind,
             bounds=list(self.bounds) if self.bounds else None, min_equal_n=self.min_equal_n,
-            premise=self.premise.to_json() if self.premise else None)
+            premise=self.premise.to_json() if self.premise else None, at_quality=self.at_quality)
+
+
+def not_at_quality(evidence: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> str | None:
+    """Why a trained figure is not at quality (a training of the case or of its baseline stopped
+    at its step budget, or the case did not say), or None when every training reached it."""
+    from harness.quality import REACHED_QUALITY
+
+    problems = []
+    for whose, found in (("the case's", evidence), ("the baseline's", baseline)):
+        if found is None:
+            continue
+        arm = as_arm(found.get(REACHED_QUALITY))
+        if arm is None:
+            problems.append(f"{whose} trainings did not report {REACHED_QUALITY}")
+        elif min(arm.values) < 1:
+            short = sum(1 for v in arm.values if v < 1)
+            problems.append(f"{short} of {arm.n} of {whose} trainings stopped at max_steps before a plateau "
+                            "or the target")
+    if not problems:
+        return None
+    return "not at quality: " + "; ".join(problems) + " (raise max_steps)"
 
 
 def judge_arms(verdict: ClaimVerdict, case: Arm, base: Arm | None, confidence: float) -> ClaimVerdict:
@@ -341,7 +369,15 @@ def judge_arms(verdict: ClaimVerdict, case: Arm, base: Arm | None, confidence: f
         out.status = "inconclusive"
         out.reason = (f"all {fewest} replicates are equal: a zero-width interval decides only from {minimum} "
                       f"(min_equal_n); more repeats or seeds could decide it")
-    return out
+    return _held_at_quality(out)
+
+
+def _held_at_quality(verdict: ClaimVerdict) -> ClaimVerdict:
+    """A decided verdict on a figure that is not at quality becomes ``inconclusive``: the
+    interval stays for the reader, the decision waits for trainings that converged."""
+    if verdict.not_at_quality and verdict.status in ("pass", "fail"):
+        verdict.status, verdict.reason = "inconclusive", verdict.not_at_quality
+    return verdict
 
 
 def _judge_proportion(verdict: ClaimVerdict, case: Arm, confidence: float) -> ClaimVerdict:
@@ -362,7 +398,7 @@ def _judge_proportion(verdict: ClaimVerdict, case: Arm, confidence: float) -> Cl
     out.reason = ("" if out.status != "inconclusive" else
                   f"{k} of {case.n}: the {level_text(confidence)} interval on the share straddles "
                   f"{verdict.threshold:g}; more replicates could decide it (--until-decided)")
-    return out
+    return _held_at_quality(out)
 
 
 def _bound(x: float) -> float | None:
@@ -447,6 +483,8 @@ class ClaimVerdict:
     min_equal_n: int | None = None        # all-equal replicates decide only from this many
     premise: dict[str, Any] | None = None  # what the claim rests on (Premise.to_json)
     premise_verdict: dict[str, Any] | None = None  # the premise as judged in this run, when it did not hold
+    at_quality: bool = False              # judged only where every training reached quality
+    not_at_quality: str | None = None     # why not, where one stopped at its budget (then inconclusive)
 
     @property
     def passed(self) -> bool | None:

@@ -79,7 +79,9 @@ def test_two_ranks_keep_identical_replicas(harness_cli, tmp_path) -> None:
     rec = read_jsonl(tmp_path / "results.jsonl")[0]
     assert rec["metrics"]["replicas_identical"] is True
     # three trainings per repeat: on A, the transferred network on B, the from-scratch one on B
-    steps = rec["params"]["steps"] + 2 * rec["params"]["finetune_steps"]
+    steps = rec["metric_samples"]["steps_run"]
+    assert all(s == steps[0] for s in steps)   # smoke: a plateau at every repeat's second evaluation
+    steps = steps[0] + 2 * rec["params"]["finetune_steps"]
     # Per rank: one gradient Allreduce per step, and one for the BatchNorm statistics per training.
     assert rec["comm"]["ops"]["Allreduce"]["calls"] == rec["protocol"]["repeats"] * 2 * (steps + 3)
     assert {"forward", "backward", "optimizer", "inference", "integration"} <= set(rec["phases"])
@@ -88,12 +90,13 @@ def test_two_ranks_keep_identical_replicas(harness_cli, tmp_path) -> None:
 
 @pytest.mark.slow
 def test_small_scores_every_comparator_and_judges_on_five_trainings(harness_cli, tmp_path) -> None:
-    """At size small (with 150 training steps instead of 250 and 96 test boxes instead of 128, to
-    keep CI short) the U-Net's Dice clears the best mask that needs no learning from the box (the
-    template on the smoothed maximum) by 5 points; every comparator, the profile fit and the
-    from-scratch B network are scored, and the claims are judged on intervals over 5 trainings."""
-    r = harness_cli("run", "--workload", "bragg_unet", "--ranks", "1", "--param", "steps=150", "--param", "n_test=96",
-                    "--out", str(tmp_path), timeout=600)
+    """At size small (stopping at the first plateau of patience 2, without lowering the rate, and
+    96 test boxes instead of 128, to keep CI short) the U-Net's Dice clears the best mask that needs
+    no learning from the box (the template on the smoothed maximum) by 5 points; every comparator,
+    the profile fit and the from-scratch B network are scored, and the claims are judged on
+    intervals over 5 trainings, each at a plateau."""
+    r = harness_cli("run", "--workload", "bragg_unet", "--ranks", "1", "--param", "plateau_lr_drops=0",
+                    "--param", "plateau_patience=2", "--param", "n_test=96", "--out", str(tmp_path), timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     rec = read_jsonl(tmp_path / "results.jsonl")[0]
     m = rec["metrics"]
@@ -111,6 +114,9 @@ def test_small_scores_every_comparator_and_judges_on_five_trainings(harness_cli,
     assert len(set(rec["metric_samples"]["dice_template"])) == 5
     assert len(set(rec["metric_samples"]["profile_fit_rel_error_weak"])) == 5
     assert m["dice_transfer_gain"] == pytest.approx(m["dice_transfer_after"] - m["dice_transfer_scratch"])
+    assert rec["metric_samples"]["reached_quality"] == [1.0] * 5 and m["stop_reason"] == "plateau"
+    logs = sorted((tmp_path / m["mlperf_logs"]).glob("result_*.txt"))
+    assert [p.name for p in logs] == [f"result_{i}.txt" for i in range(5)]
     for c in verdicts.values():   # every verdict is the one its interval over the 5 trainings gives
         lo, hi = c["interval"]
         assert c["replicates"] == 5 and lo <= c["measured"] <= hi
@@ -160,3 +166,31 @@ def test_comparators_are_chosen_on_validation_boxes_and_scored_on_others() -> No
 def test_backend_that_cannot_drive_torch_skips(harness_cli, tmp_path) -> None:
     r = harness_cli("run", "--workload", "bragg_unet", "--size", "smoke", "--backend", "openblas", "--out", str(tmp_path))
     assert r.returncode == 2 and "cannot drive torch" in r.stderr
+
+
+@pytest.mark.torch
+def test_verdicts_at_a_plateau_do_not_depend_on_the_budget(tmp_path) -> None:
+    """A constructed plateau (a rate too small to move the validation Dice): the training stops at
+    the same step under a budget of 12 or 40 steps, so its figures and verdicts are the same; under
+    a budget that ends before the plateau, the record says so and the claims are inconclusive."""
+    from harness import run_once
+    from harness_plugins.bragg_unet import BraggUnet
+
+    flat = {"lr": 1e-6, "plateau_delta": 0.05, "eval_every": 2, "plateau_patience": 2, "plateau_lr_drops": 1}
+    short = run_once(BraggUnet(), "smoke", {**flat, "max_steps": 12}, artifact_dir=tmp_path / "a", mpi=False)
+    long = run_once(BraggUnet(), "smoke", {**flat, "max_steps": 40}, artifact_dir=tmp_path / "b", mpi=False)
+    for r in (short, long):
+        assert r["stop_reason"] == "plateau" and r["reached_quality"] == 1.0
+        assert r["steps_run"] == 10 and r["lr_drops_taken"] == 1   # 2 + 2 evaluations without a gain, then 1
+    assert short["dice"] == long["dice"] and short["dice_margin"] == long["dice_margin"]
+    claims = {c.metric: c for c in BraggUnet.claims}
+    verdicts = [claims["dice_margin"].evaluate({"dice_margin": [r["dice_margin"]] * 5, "reached_quality": [1.0] * 5})
+                for r in (short, long)]
+    assert verdicts[0].status == verdicts[1].status != "inconclusive"
+    cut = run_once(BraggUnet(), "smoke", {**flat, "max_steps": 6}, artifact_dir=tmp_path / "c", mpi=False)
+    assert cut["stop_reason"] == "budget" and cut["reached_quality"] == 0.0 and cut["steps_run"] == 6
+    verdict = claims["dice_margin"].evaluate({"dice_margin": [cut["dice_margin"]] * 5,
+                                              "reached_quality": [cut["reached_quality"]] * 5})
+    assert verdict.status == "inconclusive" and "max_steps" in verdict.reason
+    assert "run_stop" in (tmp_path / "c" / "mlperf" / "result_0.txt").read_text()
+    assert '"status": "aborted"' in (tmp_path / "c" / "mlperf" / "result_0.txt").read_text()

@@ -3,6 +3,7 @@ gradients are averaged with one profiled Allreduce per step (``ctx.comm``), then
 the same optimizer step, so the replicas stay identical (checked with a checksum per step)."""
 from __future__ import annotations
 
+import copy
 import time
 import zlib
 
@@ -32,8 +33,16 @@ def checksum(model) -> int:
     return zlib.crc32(b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters()))
 
 
-def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: float, seed: int) -> dict:
-    """``steps`` of Adam on global batches of ``batch`` boxes; returns throughput and agreement."""
+def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: float, seed: int,
+          quality=None, validate=None, log=None) -> dict:
+    """Adam on global batches of ``batch`` boxes; returns throughput, agreement and, when
+    trained to quality, the stop's metrics. Without ``quality``: ``steps`` steps. With a
+    :class:`harness.quality.QualityTracker`: until it says stop (target, plateau or its
+    ``max_steps``), ``validate(model)`` giving the validation figure on rank 0 (BatchNorm's running
+    statistics are per rank until the end), broadcast so that every rank stops at the same step;
+    each plateau before the last divides the rate by 10, and the weights kept are those of the
+    best validation figure (as Keras's EarlyStopping with restore_best_weights).
+    ``log``: a :class:`harness.mlperf_log.TrainingLog` for the evaluations."""
     import torch
 
     from harness_plugins.bragg_unet.model import dice_bce_loss
@@ -49,7 +58,12 @@ def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: 
     t_fwd = t_bwd = t_opt = 0.0
     model.train()
     t0 = time.perf_counter()
-    for _ in range(steps):
+    eval_s = 0.0
+    best_state = None
+    total = quality.rule.max_steps if quality is not None else steps
+    done = 0
+    for step in range(1, total + 1):
+        done = step
         idx = rng.choice(len(x), size=per_rank * ctx.nranks, replace=False)
         mine = idx[ctx.rank * per_rank:(ctx.rank + 1) * per_rank]
         xb = torch.from_numpy(x[mine]).to(dev)
@@ -75,7 +89,26 @@ def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: 
         if ctx.nranks > 1:
             sums = ctx.comm.raw.allgather(checksum(model))  # evaluation only, unprofiled
             agree &= len(set(sums)) == 1
+        if quality is not None and quality.rule.due(step):
+            ta = time.perf_counter()
+            with ctx.phase("validation"):
+                value = validate(model) if ctx.rank == 0 else None
+                if ctx.nranks > 1:
+                    value = ctx.comm.raw.bcast(value, root=0)
+                model.train()
+            if log is not None:
+                log.evaluation(step * per_rank * ctx.nranks, value)
+            eval_s += time.perf_counter() - ta
+            stop = quality.observe(step, value)
+            if quality.is_top:     # the weights of the best validation figure are the ones kept
+                best_state = copy.deepcopy(model.state_dict())
+            if stop:
+                break
+            for group in opt.param_groups:
+                group["lr"] = lr * quality.lr_scale
     seconds = time.perf_counter() - t0
+    if quality is not None and best_state is not None:
+        model.load_state_dict(best_state)
     # BatchNorm running statistics are per rank (local batches); they are averaged once at the
     # end, all buffers in one profiled Allreduce.
     if ctx.nranks > 1:
@@ -90,9 +123,9 @@ def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: 
                 n = b.numel()
                 b.copy_(torch.from_numpy(total[offset:offset + n].reshape(b.shape)).to(b.dtype).to(b.device))
                 offset += n
-    return {"train_s": seconds, "boxes_per_s": steps * per_rank * ctx.nranks / seconds,
+    return {"train_s": seconds, "boxes_per_s": done * per_rank * ctx.nranks / max(1e-12, seconds - eval_s),
             "forward_s": t_fwd, "backward_s": t_bwd, "optimizer_s": t_opt, "replicas_identical": agree,
-            "final_loss": float(loss.detach())}
+            "final_loss": float(loss.detach()), "steps": done, "global_batch": per_rank * ctx.nranks}
 
 
 def predict(model, x: np.ndarray, batch: int = 16) -> tuple[np.ndarray, float]:
