@@ -81,6 +81,11 @@ class TrainingLog:
         log.end(keys.EVAL_STOP, metadata={"samples_count": samples})
         log.start(keys.BLOCK_START, metadata={"samples_count": samples})
 
+    def event(self, key: str, value: Any, samples: int) -> None:
+        """A figure of the training itself (``train_loss``) after ``samples`` training samples."""
+        if self._logger is not None:
+            self._logger.event(key, value, metadata={"samples_count": samples})
+
     def stop(self, success: bool, samples: int) -> None:
         """``run_stop``: ``success`` at quality, ``aborted`` where the budget stopped the training."""
         if self._logger is None:

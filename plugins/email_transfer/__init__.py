@@ -121,8 +121,22 @@ class EmailTransfer(Workload):
         ctx.state.update(sweep=sweep, pool=pool, y_pool=y_pool, test=test, y_test=y_test, encoders=encoders,
                          cached=cached, verbatim=verbatim_share(pool, test))
 
+    def _log(self, ctx, n: int, s: int, steps: int):
+        """The MLPerf log of one fine-tuning (n labels, seed s): its one evaluation is the test
+        macro-F1 after the fixed epochs (the paper's protocol; no validation rows at these n)."""
+        from harness.mlperf_log import training_log
+
+        p, st = ctx.params, ctx.state
+        return training_log(ctx, self.name, f"fine_tune_n{n}_seed{s}", {
+            "global_batch_size": min(p["batch"], n), "opt_name": "adam", "opt_base_learning_rate": p["head_lr"],
+            "encoder_learning_rate": p["encoder_lr"], "tune_layers": p["tune_layers"], "label_count": n,
+            "epochs": p["epochs"] if p["budget"] == "epochs" else None, "max_steps": steps},
+            train_samples=n, eval_samples=len(st["y_test"]), seed=p["seed"] + s)
+
     def run(self, ctx) -> dict[str, Any]:
         import numpy as np
+
+        from harness.mlperf_log import logs_location
         from sklearn.metrics import f1_score
 
         from harness_plugins.email_transfer.cached import fine_tune_top
@@ -153,9 +167,13 @@ class EmailTransfer(Workload):
                         if fam == "minilm" and p["encoder_lr"] == 0:   # nothing of the encoder learns:
                             preds["fine_tune"] = preds["frozen_head"]        # the head on the frozen features
                         elif fam == "minilm":
+                            log = self._log(ctx, n, s, steps)
                             preds["fine_tune"] = fine_tune_top(st["cached"]["pool"], idx, y, st["cached"]["test"],
                                                                classes, s, steps, p["batch"], p["head_lr"],
                                                                p["encoder_lr"])
+                            samples = steps * min(p["batch"], n)
+                            log.evaluation(samples, f1_score(st["y_test"], preds["fine_tune"], average="macro"))
+                            log.stop(True, samples)
                         else:
                             preds["fine_tune"] = fine_tune(enc, [st["pool"][j] for j in idx], y, st["test"], classes,
                                                            s, steps, p["batch"], p["head_lr"], p["glove_lr"])
@@ -179,7 +197,7 @@ class EmailTransfer(Workload):
         out.update(label_counts=st["sweep"], encoder=p["encoder"], synthetic=True, rival=f"minilm {p['rival']}",
                    steps_by_n=[training_steps(p, n) for n in st["sweep"]],
                    test_verbatim_email_share=email_share, test_verbatim_sentence_share=sentence_share,
-                   fine_tune_emails_per_s=tuned / tuned_s if tuned_s > 0 else None)
+                   fine_tune_emails_per_s=tuned / tuned_s if tuned_s > 0 else None, mlperf_logs=logs_location(ctx))
         if "glove" in st["encoders"]:
             out["glove_vocabulary"] = len(st["encoders"]["glove"].vocab)
         return out

@@ -84,6 +84,11 @@ class Kfac(Workload):
         "dim": Param(int, default=40, minimum=4, help="synthetic-classes: input features"),
         "label_noise": Param(float, default=0.1, minimum=0.0, maximum=0.9),
         "data_seed": Param(int, default=0, minimum=0),
+        "lr_extend": Param(int, default=3, minimum=0,
+                           help="times the rate grid may grow one step past the edge the chosen rate sits on"),
+        "quality_target": Param(float, default=0.80, minimum=0.0, maximum=1.0,
+                                help="validation accuracy whose first reaching (evaluated each epoch) is the "
+                                     "time-to-quality; the training still runs its epochs"),
         "seed": Param(int, default=0, minimum=0),
     }
     sizes = {"smoke": {"train_rows": 2000, "val_rows": 500, "test_rows": 1000, "epochs": 2, "updates": 30,
@@ -96,7 +101,7 @@ class Kfac(Workload):
     throughput = ("train_samples_per_s", "samples/s")
     # test accuracy varies by seed (split and initialisation), not by repeat: one replicate per
     # seed, named by the split's seed, so two configurations of one run are paired
-    variation = {"test_accuracy": "seeds"}
+    variation = {"test_accuracy": "seeds", "seconds_to_target": "seeds", "epochs_to_target": "seeds"}
     claims = [
         Claim("test_accuracy", "<=", -0.005, min_equal_n=3, paper_value="large mini-batches generalise worse",
               relative_to={"batch": 32}, transform="difference",
@@ -137,29 +142,90 @@ class Kfac(Workload):
             train_once(ctx, fx[:64], fy[:64], dict(p, optimizer=optimizer, budget="steps", updates=2, batch=32,
                                                    smooth_a=0.0), 0.01, 0)
 
+    @staticmethod
+    def _best(tuned: dict[tuple[float, float | None], list[dict[str, Any]]]) -> tuple[float, float | None]:
+        """The setting with the best mean validation accuracy (ties: the smaller rate and amplitude)."""
+        import numpy as np
+
+        return max(tuned, key=lambda k: (np.mean([r["val"] for r in tuned[k]]), -k[0], -(k[1] or 0.0)))
+
     def _train(self, ctx, s: int, lr: float, a: float | None) -> dict[str, Any]:
-        from harness_plugins.kfac.train import accuracy, train_once
+        """One training (seed ``s``, rate ``lr``, amplitude ``a``), its validation accuracy evaluated
+        after every epoch into its MLPerf log and the time to ``quality_target``."""
+        from harness.mlperf_log import training_log
+        from harness.quality import QualityRule, QualityTracker
+        from harness_plugins.kfac.train import accuracy, step_count, train_once
 
         p, split = ctx.params, ctx.state["splits"][s]
         x, y = split["fit"]
-        run = train_once(ctx, x, y, dict(p, smooth_a=a or 0.0), lr, p["seed"] + 100 * s)
+        seed = p["seed"] + 100 * s
+        steps = step_count(p, len(x))
+        per_epoch = max(1, -(-len(x) // min(p["batch"], len(x))))
+        # fixed epochs (the paper's protocol): the rule never stops the training, it times the target
+        tracker = QualityTracker(QualityRule(target=p["quality_target"], stop_at_target=False, delta=0.0,
+                                             patience=steps + 1, lr_drops=0, max_steps=steps, eval_every=per_epoch))
+        name = f"lr{lr:g}" + (f"_a{a:g}" if a is not None else "") + f"_seed{s}"
+        log = training_log(ctx, self.name, name, {
+            "global_batch_size": p["batch"], "opt_name": p["optimizer"], "opt_base_learning_rate": lr,
+            "opt_weight_decay": p["weight_decay"], "opt_learning_rate_warmup_epochs": p["warmup_epochs"],
+            "lr_scaling": p["lr_scaling"], "epochs": p["epochs"] if p["budget"] == "epochs" else None,
+            "max_steps": steps, "smoothing": p["smoothing"], "smooth_a": a, "kfac_damping": p["damping"],
+            "quality_target": p["quality_target"]},
+            train_samples=len(x), eval_samples=len(split["val"][1]), seed=seed)
+
+        def evaluate(model, step: int) -> None:
+            value = accuracy(model, *split["val"])[0]
+            log.evaluation(step * min(p["batch"], len(x)), value)
+            tracker.observe(step, value)
+
+        run = train_once(ctx, x, y, dict(p, smooth_a=a or 0.0), lr, seed, on_eval=evaluate, eval_every=per_epoch)
+        log.stop(True, run["steps"] * min(p["batch"], len(x)))
+        run.update(tracker.summary())
         with ctx.phase("eval"):
             run["val"] = accuracy(run["model"], *split["val"])[0]
             run["test"] = accuracy(run["model"], *split["test"])[0]
             run["train_acc"], run["train_loss"] = accuracy(run["model"], x, y)
         return run
 
+    @staticmethod
+    def _time_to_quality(ctx, runs: list[dict[str, Any]], rows: int) -> dict[str, Any]:
+        """Seconds and epochs to the validation target per seed (replicates; a seed that never reached
+        it has none), and the share of seeds that reached it."""
+        p = ctx.params
+        reached = {p["seed"] + 100 * s: r for s, r in enumerate(runs) if r.get("seconds_to_target") is not None}
+        if reached:
+            ctx.replicates("seconds_to_target", {k: r["seconds_to_target"] for k, r in reached.items()})
+            ctx.replicates("epochs_to_target", {k: r["steps_to_target"] * min(p["batch"], rows) / rows
+                                                for k, r in reached.items()})
+        mean = (lambda key: sum(r[key] for r in reached.values()) / len(reached)) if reached else (lambda key: None)
+        return {"target_reached_share": len(reached) / len(runs), "seconds_to_target": mean("seconds_to_target"),
+                "epochs_to_target": (mean("steps_to_target") * min(p["batch"], rows) / rows) if reached else None}
+
     def run(self, ctx) -> dict[str, Any]:
         import numpy as np
+
+        from harness.mlperf_log import logs_location
 
         p, st = ctx.params, ctx.state
         amplitudes = p["smooth_a"] if p["smoothing"] == "smoothout" else [None]
         tuned: dict[tuple[float, float | None], list[dict[str, Any]]] = {}
-        for lr in p["lr_grid"]:          # chosen on the validation rows of the first tune_seeds seeds
+        grid = sorted(p["lr_grid"])
+        for lr in grid:                  # chosen on the validation rows of the first tune_seeds seeds
             for a in amplitudes:
                 tuned[(lr, a)] = [self._train(ctx, s, lr, a) for s in range(p["tune_seeds"])]
-        best = max(tuned, key=lambda k: (np.mean([r["val"] for r in tuned[k]]), -k[0], -(k[1] or 0.0)))
+        best = self._best(tuned)
+        # a rate at an edge of the grid may be the grid's choice, not the optimizer's: the grid grows
+        # one step (the ratio of its outer points) past that edge until the choice is inside it
+        for _ in range(p["lr_extend"]):
+            if len(grid) < 2 or best[0] not in (grid[0], grid[-1]):
+                break
+            lr = grid[-1] * grid[-1] / grid[-2] if best[0] == grid[-1] else grid[0] * grid[0] / grid[1]
+            grid = sorted([*grid, lr])
+            for a in amplitudes:
+                tuned[(lr, a)] = [self._train(ctx, s, lr, a) for s in range(p["tune_seeds"])]
+            best = self._best(tuned)
         lr, a = best
+        at_edge = len(grid) < 2 or lr in (grid[0], grid[-1])
         runs = tuned[best] + [self._train(ctx, s, lr, a) for s in range(p["tune_seeds"], p["seeds"])]
         agree = True
         if ctx.nranks > 1:  # evaluation only, unprofiled: every rank must hold the same models
@@ -180,6 +246,8 @@ class Kfac(Workload):
             "train_loss": float(np.mean([r["train_loss"] for r in runs])),
             "generalization_gap": float(np.mean([r["train_acc"] - r["test"] for r in runs])),
             "chosen_lr": lr, "chosen_smooth_a": a, "steps": steps,
+            "lr_grid_tried": " ".join(f"{g:g}" for g in grid), "chosen_lr_at_grid_edge": at_edge,
+            **self._time_to_quality(ctx, runs, len(x)), "mlperf_logs": logs_location(ctx),
             "epochs_done": steps * min(p["batch"], len(x)) / len(x),
             "batch_fraction": min(p["batch"], len(x)) / len(x),
             "step_ms": 1e3 * train_s / max(1, steps),

@@ -81,8 +81,11 @@ def learning_rate(cfg: dict[str, Any], base_lr: float, step: int, steps: int, n:
     return peak * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
 
 
-def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float, seed: int) -> dict[str, Any]:
+def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float, seed: int,
+               on_eval=None, eval_every: int = 0) -> dict[str, Any]:
     """Train for :func:`step_count` updates; returns the model and its step statistics.
+    ``on_eval(model, step)`` is called every ``eval_every`` steps and after the last (its time is
+    in ``eval_s``, left out of ``train_s``).
 
     With ``smoothing=smoothout`` each ``smooth_slice`` rows of a rank's batch get their own fresh
     weight noise (Wen et al. draw it per slice, not once per large batch); the gradient is the
@@ -107,6 +110,7 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
     slice_rows = cfg["smooth_slice"] if smooth else per_rank
     stream = batches(len(x), batch, rng)
     t0 = time.perf_counter()
+    eval_s = 0.0
     for step in range(steps):
         idx = torch.from_numpy(next(stream)[ctx.rank * per_rank:(ctx.rank + 1) * per_rank]).to(ctx.device)
         for group in opt.param_groups:
@@ -148,7 +152,12 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
                 kfac.update(factors)
                 kfac.precondition(opt.param_groups[0]["lr"])
             opt.step()
-    return {"model": model, "steps": steps, "train_s": time.perf_counter() - t0}
+        if on_eval is not None and ((step + 1) % eval_every == 0 or step + 1 == steps):
+            ta = time.perf_counter()
+            with ctx.phase("validation"):
+                on_eval(model, step + 1)
+            eval_s += time.perf_counter() - ta
+    return {"model": model, "steps": steps, "train_s": time.perf_counter() - t0 - eval_s, "eval_s": eval_s}
 
 
 def accuracy(model, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:

@@ -135,6 +135,7 @@ class TfCnn(Workload):
 
         import numpy as np
 
+        from harness.mlperf_log import logs_location, training_log
         from harness_plugins.tf_cnn.train import sampled_batches, train
 
         p, st = ctx.params, ctx.state
@@ -150,7 +151,17 @@ class TfCnn(Workload):
             batches = sampled_batches(ctx, st["x"], st["y"], p["batch"], [p["seed"], 1000 + ctx.repeat])
         else:
             batches = lambda: (st["x"], st["y"])  # noqa: E731  (tf_cnn_benchmarks' synthetic mode)
+        log = training_log(ctx, self.name, f"result_{ctx.repeat}", {
+            "global_batch_size": p["batch"] * ctx.nranks, "opt_name": "sgd", "opt_base_learning_rate": p["lr"],
+            "opt_momentum": 0.9, "model": p["model"], "math_library": p["math"], "max_steps": p["steps"],
+            "image_size": st["image_size"], "synthetic_data": True,
+            # the model carries on from the repeat before (tf_cnn_benchmarks' throughput protocol)
+            "continues_training_of_repeats": ctx.repeat},
+            train_samples=len(st["x"]), eval_samples=len(st["x_test"]) if p["model"] == "mini" else len(st["x"]),
+            seed=p["seed"])
         out.update(train(ctx, trainer, batches, p["steps"], p["batch"]))
+        samples = p["steps"] * p["batch"] * ctx.nranks
+        log.event("train_loss", out["loss_last"], samples)
         with ctx.phase("inference"):
             x_eval = st["x_test"] if p["model"] == "mini" else st["x"]
             t0 = time.perf_counter()
@@ -159,6 +170,9 @@ class TfCnn(Workload):
             out["inference_images_per_s"] = len(pred) / (time.perf_counter() - t0)
         if p["model"] == "mini":
             out["test_accuracy"] = float((pred == st["y_test"]).mean())
+            log.evaluation(samples, out["test_accuracy"])
+        log.stop(True, samples)
+        out["mlperf_logs"] = logs_location(ctx)
         return out
 
 
