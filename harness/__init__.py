@@ -6,7 +6,7 @@ submodules is needed, and those may change)::
     from harness import hookimpl, Workload, Param, Claim, Control, Premise, RunContext, UsageError
 
 - ``Workload``, ``Param`` (int, float, str, bool, or ``list`` with ``item=``), ``Claim`` and its
-  ``Control`` and ``Premise``: what a workload declares. ``RunContext``: what ``setup``/``run`` receive.
+  ``Control``, ``Premise`` and ``QualityGuard``: what a workload declares. ``RunContext``: what ``setup``/``run`` receive.
 - ``Backend``, ``Verification``: what a compute-library backend declares and proves.
 - ``Record``: a stored result (what ``harness.results`` readers return); ``ClaimVerdict``: one
   claim judged on a record. Hooks receive the stored line as a dict (see docs/plugins.md).
@@ -38,7 +38,7 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it
 _EXPORTS = {
     "hookimpl": "harness.hookspecs", "Workload": "harness.workload", "Param": "harness.params",
-    "Claim": "harness.claims", "Control": "harness.claims", "Premise": "harness.claims", "ClaimVerdict": "harness.claims",
+    "Claim": "harness.claims", "Control": "harness.claims", "Premise": "harness.claims", "QualityGuard": "harness.claims", "ClaimVerdict": "harness.claims",
     "RunContext": "harness.protocol.context", "Backend": "harness.backend", "Verification": "harness.backend",
     "Record": "harness.results.record", "UsageError": "harness.errors", "did_you_mean": "harness.errors",
     "hardware_profiles": "harness.hardware.profiles", "pyplot": "harness.plotting",

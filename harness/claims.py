@@ -171,6 +171,34 @@ class Premise:
 
 
 @dataclass(frozen=True)
+class QualityGuard:
+    """A speed comparison counts only where the faster arm trained as well as the slower one (in
+    small, MLPerf's convergence check: a faster result must not come from stopping at lower
+    quality). ``metric`` is the quality figure both arms report, ``tolerance`` how far below the
+    baseline's mean the case's may be (in the metric's unit; ``higher_is_better=False`` for a loss)."""
+
+    metric: str
+    tolerance: float
+    higher_is_better: bool = True
+
+    def judge(self, evidence: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
+        """{"metric", "case", "baseline", "tolerance", "held", "why"}: held None where a side has no figure."""
+        case, base = as_arm(evidence.get(self.metric)), as_arm((baseline or {}).get(self.metric))
+        out: dict[str, Any] = {"metric": self.metric, "tolerance": self.tolerance,
+                               "case": case.mean if case else None, "baseline": base.mean if base else None}
+        if case is None or base is None:
+            whose = " and ".join(w for w, a in (("the case", case), ("the baseline", base)) if a is None)
+            out.update(held=None, why=f"not checked: {whose} reported no {self.metric}")
+            return out
+        worse = (base.mean - case.mean) if self.higher_is_better else (case.mean - base.mean)
+        out["held"] = worse <= self.tolerance
+        out["why"] = (f"{self.metric} {case.mean:.4g} vs the baseline's {base.mean:.4g}: "
+                      + ("the same quality" if out["held"] else "lower quality")
+                      + f" (tolerance {self.tolerance:g})")
+        return out
+
+
+@dataclass(frozen=True)
 class Claim:
     """A checkable statement from a paper: ``metric comparison threshold``.
 
@@ -194,6 +222,8 @@ class Claim:
     ``at_quality``: the figure is a trained network's, and means something only where every
     training of the case (and of its baseline) stopped at its quality target or a plateau
     (:mod:`harness.quality`); where one hit its step budget first, the verdict is ``inconclusive``.
+    ``guard``: for a relative speed claim, the :class:`QualityGuard` that both arms reached the
+    same quality; where the case's is lower, a pass becomes ``inconclusive``.
     """
 
     metric: str
@@ -211,6 +241,7 @@ class Claim:
     min_equal_n: int = MIN_EQUAL_N
     premise: Premise | None = None
     at_quality: bool = False
+    guard: QualityGuard | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -236,6 +267,8 @@ class Claim:
                 raise ValueError(f"Claim when[{key!r}] comparison must be one of {', '.join(COMPARISONS)}")
         if self.control is not None and not isinstance(self.control, Control):
             raise TypeError("Claim control must be a harness.Control")
+        if self.guard is not None and (not isinstance(self.guard, QualityGuard) or self.relative_to is None):
+            raise TypeError("Claim guard must be a harness.QualityGuard, on a relative claim")
 
     @property
     def text(self) -> str:
@@ -295,6 +328,8 @@ class Claim:
         verdict = self._verdict("not_evaluated", "")
         if self.at_quality:
             verdict.not_at_quality = not_at_quality(evidence, baseline if self.relative_to is not None else None)
+        if self.guard is not None:
+            verdict.quality_guard = self.guard.judge(evidence, baseline)
         return judge_arms(verdict, case, base, confidence)
 
     def _verdict(self, status: Status, reason: str) -> ClaimVerdict:
@@ -377,6 +412,9 @@ def _held_at_quality(verdict: ClaimVerdict) -> ClaimVerdict:
     interval stays for the reader, the decision waits for trainings that converged."""
     if verdict.not_at_quality and verdict.status in ("pass", "fail"):
         verdict.status, verdict.reason = "inconclusive", verdict.not_at_quality
+    guard = verdict.quality_guard
+    if guard and guard.get("held") is False and verdict.status == "pass":
+        verdict.status, verdict.reason = "inconclusive", f"faster at lower quality: {guard['why']}"
     return verdict
 
 
@@ -485,6 +523,7 @@ class ClaimVerdict:
     premise_verdict: dict[str, Any] | None = None  # the premise as judged in this run, when it did not hold
     at_quality: bool = False              # judged only where every training reached quality
     not_at_quality: str | None = None     # why not, where one stopped at its budget (then inconclusive)
+    quality_guard: dict[str, Any] | None = None  # QualityGuard.judge: did both arms reach the same quality
 
     @property
     def passed(self) -> bool | None:

@@ -115,8 +115,15 @@ def test_sweep_evaluates_the_claims_and_two_ranks_agree(harness_cli, tmp_path) -
         assert 0.3 < m["test_accuracy"] <= 1.0 and m["seeds_evaluated"] == p["seeds"] == 3
         assert m["replicas_identical"] is True
         calls = rec["comm"]["ops"]["Allreduce"]["calls"]
-        # 2 ranks x (tuning: 2 learning rates x 2 tune seeds, then the third seed) x steps
-        assert calls == 2 * (2 * 2 + 1) * m["steps"]
+        # 2 ranks x (tuning: the rates tried x 2 tune seeds, then the third seed) x steps; the grid
+        # [0.03, 0.1] grows past the edge its choice sits on, at most lr_extend (3) times
+        grid = [float(g) for g in m["lr_grid_tried"].split()]
+        assert calls == 2 * (len(grid) * 2 + 1) * m["steps"]
+        assert {0.03, 0.1} <= set(grid) and len(grid) <= 2 + p["lr_extend"]
+        edges = (min(grid), max(grid))   # the record prints the grid to 6 digits
+        assert m["chosen_lr_at_grid_edge"] == any(abs(m["chosen_lr"] - g) <= 1e-5 * g for g in edges)
+        assert m["chosen_lr_at_grid_edge"] is False or len(grid) == 2 + p["lr_extend"]
+        assert len(list((tmp_path / "res" / m["mlperf_logs"]).glob("*_seed*.txt"))) == len(grid) * 2 + 1
 
 
 def test_batches_drop_no_row_and_the_true_fisher_uses_sampled_labels() -> None:

@@ -107,3 +107,22 @@ def test_rejudging_keeps_a_figure_that_was_not_at_quality_undecided() -> None:
     cut = CLAIM.evaluate({"dice": [0.8, 0.81, 0.79], "reached_quality": [1, 0, 1]})
     again = rejudge(ClaimVerdict.from_json(cut.to_json()), 0.5)
     assert again.status == "inconclusive" and again.not_at_quality
+
+
+def test_a_speed_claim_passes_only_where_the_faster_arm_trained_as_well() -> None:
+    from harness import QualityGuard
+
+    claim = Claim("images_per_s", ">=", 2.0, relative_to={"math": "eigen"}, transform="ratio",
+                  guard=QualityGuard("test_accuracy", 0.02))
+    fast = {"images_per_s": [30.0, 31.0, 29.0]}
+    slow = {"images_per_s": [10.0, 10.5, 9.5], "test_accuracy": [0.80, 0.81, 0.79]}
+    same = claim.evaluate({**fast, "test_accuracy": [0.79, 0.80, 0.80]}, {"math": "onednn"}, slow)
+    assert same.status == "pass" and same.quality_guard["held"] is True
+    worse = claim.evaluate({**fast, "test_accuracy": [0.70, 0.71, 0.69]}, {"math": "onednn"}, slow)
+    assert worse.status == "inconclusive" and worse.reason.startswith("faster at lower quality")
+    assert worse.quality_guard["case"] == pytest.approx(0.70)
+    unchecked = claim.evaluate(fast, {"math": "onednn"}, {"images_per_s": slow["images_per_s"]})
+    assert unchecked.status == "pass" and unchecked.quality_guard["held"] is None
+    assert "reported no test_accuracy" in unchecked.quality_guard["why"]
+    with pytest.raises(TypeError):
+        Claim("x", ">=", 1, guard=QualityGuard("y", 0.1))   # a guard belongs to a comparison

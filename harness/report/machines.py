@@ -113,6 +113,8 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
             out[f"{m} | ci_low_s"] = r.ci95_low_s
             out[f"{m} | ci_high_s"] = r.ci95_high_s
             out[f"{m} | throughput"] = r.throughput
+            for col in ("time_to_quality_s", "time_to_quality_low_s", "time_to_quality_high_s", "time_to_quality_runs"):
+                out[f"{m} | {col}"] = getattr(r, col, None)
             out[f"{m} | fraction_of_peak"] = r.fraction_of_peak
             out[f"{m} | version"] = r.version
             if ref is not None and not r.emulated and not ref.emulated:
@@ -227,7 +229,8 @@ def case_label(row: pd.Series) -> str:
 
 
 def side_by_side_rows(wide: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The wide table as text: per machine 'median s [interval]' and 'x speed-up [interval]'."""
+    """The wide table as text: per machine 'median s [interval]', 'x speed-up [interval]' and,
+    for a training case, the time to its validation target with the trainings that reached it."""
     names = wide.attrs.get("machines", [])
     columns = ["case"] + [f"{m}" for m in names]
     rows = []
@@ -247,10 +250,23 @@ def side_by_side_rows(wide: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             fop = r.get(f"{m} | fraction_of_peak")
             if fop is not None and not (isinstance(fop, float) and math.isnan(fop)):
                 text += f"; {100 * fop:.0f}% of peak"
+            text += _time_to_quality_text(r, m)
             cells.append(text)
         if sum(bool(c) for c in cells[1:]) >= 2:   # a case only one machine ran (in this version) compares nothing
             rows.append(cells)
     return columns, rows
+
+
+def _time_to_quality_text(r: pd.Series, m: str) -> str:
+    """'; to target 19.1 s [17.2, 21.0] (5/5)' where the case trains to a validation target."""
+    runs = r.get(f"{m} | time_to_quality_runs")
+    if not isinstance(runs, str) or not runs:
+        return ""
+    mean = r.get(f"{m} | time_to_quality_s")
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return f"; to target: not reached ({runs})"
+    lo, hi = _fmt(r.get(f"{m} | time_to_quality_low_s")), _fmt(r.get(f"{m} | time_to_quality_high_s"))
+    return f"; to target {_fmt(mean)} s" + (f" [{lo}, {hi}]" if lo and hi else "") + f" ({runs})"
 
 
 def different_protocol_rows(wide: pd.DataFrame) -> list[list[str]]:

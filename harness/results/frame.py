@@ -26,7 +26,8 @@ NOT_FLAT = NESTED_COLUMNS + ["machine_info"]
 COLUMNS = ["file", "workload", "version", "case_id", "size", "params", "machine", "machine_key", "machine_info",
            "emulated", "backend", "library",
            "verified", "ranks", "threads", "usable_cpus", "status", "reason", "median_s", "ci95_low_s", "ci95_high_s", "cov",
-           "unstable", "throughput", "throughput_unit", "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
+           "unstable", "throughput", "throughput_unit", "time_to_quality_s", "time_to_quality_low_s",
+           "time_to_quality_high_s", "time_to_quality_runs", "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
            "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
            "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_premise_absent", "claims_total", "control",
            "created", "run_id", "commit", "samples", "metrics", "ceilings", "claims", "phases"]
@@ -42,6 +43,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
     ci = (stats.ci95 if stats else None) or [None, None]
     comm = record.comm
     throughput, unit = record.throughput()
+    ttq = record.time_to_quality() or {}
     counts = claim_counts(record.claims)
     energy = record.resources.get("energy") or {}
     return {
@@ -70,6 +72,12 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "unstable": stats.unstable if stats else None,
         "throughput": throughput,
         "throughput_unit": unit,
+        # seconds to the validation target: mean over the trainings that reached it, their t-interval,
+        # and "reached/ran" (a machine faster per step that needs more steps shows here)
+        "time_to_quality_s": ttq.get("mean"),
+        "time_to_quality_low_s": ttq.get("low"),
+        "time_to_quality_high_s": ttq.get("high"),
+        "time_to_quality_runs": f"{ttq['reached']}/{ttq['runs']}" if ttq else "",
         "fraction_of_peak": record.fraction_of_peak(),
         "peak_problem": record.peak_problem(),
         "comm_fraction": comm.fraction_max if comm else None,

@@ -231,6 +231,27 @@ class Record:
             return None, ""
         return self.number(tp.metric), tp.unit
 
+    def time_to_quality(self) -> dict[str, Any] | None:
+        """The seconds to the workload's validation target (``seconds_to_target``: per repeat, or
+        per seed where the workload reports seeds) as {mean, low, high (95 % t-interval), reached,
+        runs}: the trainings that reached it of those that ran; None where the case reports none."""
+        from harness.intervals import Arm, mean_interval
+
+        by_seed = self.replicates.get("seconds_to_target")
+        if by_seed:
+            values = [float(v[-1] if isinstance(v, list) else v) for v in by_seed.values()]
+            share = self.number("target_reached_share")
+            runs = round(len(values) / share) if share else len(values)
+        else:
+            values = [float(v) for v in self.metric_samples.get("seconds_to_target") or []]
+            runs = len(self.samples)
+        if not values:
+            return None if self.number("reached_quality") is None and "seconds_to_target" not in self.metrics \
+                else {"mean": None, "low": None, "high": None, "reached": 0, "runs": runs}
+        interval = mean_interval(Arm(tuple(values)))
+        return {"mean": sum(values) / len(values), "low": interval.low if interval else None,
+                "high": interval.high if interval else None, "reached": len(values), "runs": max(runs, len(values))}
+
     def _declared_fraction(self) -> float | None:
         tp = self.workload.throughput
         return self.number(tp.fraction_of_peak) if tp is not None and tp.fraction_of_peak else None

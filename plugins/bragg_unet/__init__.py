@@ -63,7 +63,7 @@ class BraggUnet(Workload):
                                "network's initialisation (a control: no pretraining)"),
         "seed": Param(int, default=0, minimum=0),
     }
-    sizes = {"smoke": {"n_train": 32, "n_test": 16, "max_steps": 4, "eval_every": 2, "plateau_patience": 1,
+    sizes = {"smoke": {"n_train": 32, "n_test": 16, "max_steps": 200, "eval_every": 5, "plateau_patience": 2,
                        "plateau_lr_drops": 0,
                        "finetune_steps": 2, "n_finetune": 8},
              "small": {},
