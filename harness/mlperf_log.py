@@ -137,6 +137,9 @@ def check(path: str | pathlib.Path) -> tuple[bool, list[str]]:
         mlp_compliance.enqueued_configs.clear()   # the checker's queue is a module global
         checker = mlp_compliance.make_checker("training", RULESET, quiet=False, werror=False)
         passed = checker.check_file(str(path), str(RULES_DIR / "common.yaml"))
+    except (OSError, ValueError, KeyError, SyntaxError) as err:   # an unreadable log or rule: not compliant
+        passed = False
+        messages.append(f"{type(err).__name__}: {err}")
     finally:
         root.removeHandler(collect)
     return bool(passed), messages

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from conftest import read_jsonl
+from conftest import assert_mlperf_compliant, read_jsonl
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -87,6 +87,7 @@ def test_two_ranks_keep_identical_replicas(harness_cli, tmp_path) -> None:
     assert rec["comm"]["ops"]["Allreduce"]["calls"] == 2 * sum(per_repeat)
     assert {"forward", "backward", "optimizer", "inference", "integration"} <= set(rec["phases"])
     assert list(tmp_path.glob("artifacts/*/bragg_box.png"))
+    assert len(assert_mlperf_compliant(tmp_path)) == rec["protocol"]["repeats"]   # one log per training on A
 
 
 @pytest.mark.slow

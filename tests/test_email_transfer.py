@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import read_jsonl
+from conftest import assert_mlperf_compliant, read_jsonl
 from harness.registry import build_registry
 from harness_plugins.email_transfer import crossover, summarise
 from harness_plugins.email_transfer.data import INTENTS, emails, frames, intent_sentences, verbatim_share
@@ -154,5 +154,7 @@ def test_label_sweep_reports_per_seed_scores_and_paired_gains(harness_cli, tmp_p
     assert {"embed", "feature_based", "fine_tune"} <= set(rec["phases"])
     table = (tmp_path / "email_transfer_f1.md").read_text()
     assert "| 64 |" in table and "minilm fine_tune" in table and "±" in table
+    # one log per fine-tuning: 2 label counts x 4 seeds (the MiniLM family; GloVe has no encoder to tune)
+    assert len(assert_mlperf_compliant(tmp_path)) == 2 * 4
     bad = harness_cli("run", "--workload", "email_transfer", "--param", "labels=4:100", "--out", str(tmp_path))
     assert bad.returncode == 2 and "labels=4 is below the minimum 8" in bad.stderr

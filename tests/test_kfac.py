@@ -1,7 +1,7 @@
 """kfac: the natural-gradient step against a direct computation, and the workload's sweep."""
 import pytest
 
-from conftest import read_jsonl
+from conftest import assert_mlperf_compliant, read_jsonl
 
 torch = pytest.importorskip("torch")
 
@@ -124,6 +124,7 @@ def test_sweep_evaluates_the_claims_and_two_ranks_agree(harness_cli, tmp_path) -
         assert m["chosen_lr_at_grid_edge"] == any(abs(m["chosen_lr"] - g) <= 1e-5 * g for g in edges)
         assert m["chosen_lr_at_grid_edge"] is False or len(grid) == 2 + p["lr_extend"]
         assert len(list((tmp_path / "res" / m["mlperf_logs"]).glob("*_seed*.txt"))) == len(grid) * 2 + 1
+    assert_mlperf_compliant(tmp_path / "res", at_least=len(records))
 
 
 def test_batches_drop_no_row_and_the_true_fisher_uses_sampled_labels() -> None:
