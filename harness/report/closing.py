@@ -20,7 +20,7 @@ from rich.text import Text
 
 from harness.multiplicity import DEFAULT_CORRECTION, corrected_statuses, summary
 from harness.plan import Case
-from harness.report.tables import interval_source, measured_text, verdict_text
+from harness.report.tables import VERDICT_TEXT, interval_source, measured_text, verdict_text
 from harness.results.record import Record
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
@@ -94,7 +94,7 @@ def closing_table(finished: Sequence[tuple[Case, Record]], correction: str = DEF
                 style = VERDICT_STYLE.get(v.status, "dim")
                 t.add_row(escape(workload) if i == 0 else "", escape(text + paper) if i == 0 else "",
                           escape(names[c.case_id]), escape(measured_text(v)),
-                          f"[{style}]{escape(verdict_text(v) + mark(v))}[/]", escape(interval_source(v)))
+                          f"[{style}]{escape(closing_verdict(v) + mark(v))}[/]", escape(interval_source(v)))
         parts.append(t)
     passes = [(k, [(c, v) for c, v in rows if v.status == "pass"], len(rows)) for k, rows in ordered]
     passes = [p for p in passes if p[1]]
@@ -114,3 +114,11 @@ def closing_table(finished: Sequence[tuple[Case, Record]], correction: str = DEF
         parts.append(Text(summary([v.status for v in every], after_list, correction)
                           + " (--correction; docs/reports.md)", style="dim"))
     return Group(*parts)
+
+
+def closing_verdict(v) -> str:
+    """The verdict as the closing table shows it: a premise's reason is long and lives in the
+    report and `harness show`, so here only the words 'premise absent' (the table fits a screen)."""
+    if v.status == "premise_absent":
+        return VERDICT_TEXT["premise_absent"] + ("" if v.has_control else " (no control declared)")
+    return verdict_text(v)
