@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from harness.intervals import ratio_of_medians
+from harness.results.frame import TIME_TO_QUALITY
 
 CASE_KEY = ["workload", "size", "params", "ranks", "cpus", "backend"]
 BOOTSTRAP = 1000
@@ -113,7 +114,7 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
             out[f"{m} | ci_low_s"] = r.ci95_low_s
             out[f"{m} | ci_high_s"] = r.ci95_high_s
             out[f"{m} | throughput"] = r.throughput
-            for col in ("time_to_quality_s", "time_to_quality_low_s", "time_to_quality_high_s", "time_to_quality_runs"):
+            for col in TIME_TO_QUALITY:
                 out[f"{m} | {col}"] = getattr(r, col, None)
             out[f"{m} | fraction_of_peak"] = r.fraction_of_peak
             out[f"{m} | version"] = r.version

@@ -22,12 +22,13 @@ EVERYTHING = frozenset(NESTED_COLUMNS) | {"metric_lists", "evidence"}
 # Left out of flat exports too: the machine's description as JSON text, the same on every row of a
 # machine (the flat row keeps its key and label).
 NOT_FLAT = NESTED_COLUMNS + ["machine_info"]
+#: the time to a training case's validation target: mean, interval, "reached/ran" (Record.time_to_quality)
+TIME_TO_QUALITY = ["time_to_quality_s", "time_to_quality_low_s", "time_to_quality_high_s", "time_to_quality_runs"]
 
 COLUMNS = ["file", "workload", "version", "case_id", "size", "params", "machine", "machine_key", "machine_info",
            "emulated", "backend", "library",
            "verified", "ranks", "threads", "usable_cpus", "status", "reason", "median_s", "ci95_low_s", "ci95_high_s", "cov",
-           "unstable", "throughput", "throughput_unit", "time_to_quality_s", "time_to_quality_low_s",
-           "time_to_quality_high_s", "time_to_quality_runs", "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
+           "unstable", "throughput", "throughput_unit", *TIME_TO_QUALITY, "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
            "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
            "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_premise_absent", "claims_total", "control",
            "created", "run_id", "commit", "samples", "metrics", "ceilings", "claims", "phases"]
