@@ -8,6 +8,7 @@ import sys
 from harness import __version__
 from harness.commands import capture, compare, controls, export_asv, history, info, list_, report, run, show, submit
 from harness.errors import Interrupted, UsageError, check_interrupted, raise_interrupted
+from harness.safe_text import visible
 
 VERBS = (run, submit, controls, capture, list_, info, show, report, compare, history, export_asv)
 
@@ -28,7 +29,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def printable_streams() -> None:
+    """stdout and stderr write what their encoding cannot hold as backslash escapes (a lone
+    surrogate, or "é" under PYTHONIOENCODING=ascii), never raise a UnicodeEncodeError mid-run."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass    # not a text stream of io's (a test's capture): it handles its own encoding
+
+
+def visible_warnings() -> None:
+    """Python warnings (a library's, about a record's text) are printed through ``visible``."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+        text = visible(warnings.formatwarning(message, category, filename, lineno, line))
+        try:
+            (file or sys.stderr).write(text)
+        except (OSError, ValueError):
+            pass    # stderr gone: a warning is not worth a crash
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
+    printable_streams()
+    visible_warnings()
     if hasattr(signal, "SIGXFSZ"):   # a file size limit makes writes fail (EFBIG), not the process die
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not where the shell ignores it
@@ -44,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         check_interrupted()     # a signal whose exception some library swallowed still decides the exit
         return code
     except UsageError as exc:
-        print(f"harness: error: {exc}", file=sys.stderr)
+        print(f"harness: error: {visible(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:      # a file-system fault no verb foresaw: one line naming the path
+        print(f"harness: error: {visible(fs_error_text(exc))}", file=sys.stderr)
         return 2
     except Interrupted as stop:
         print(f"harness: interrupted by {stop.name}", file=sys.stderr)
@@ -56,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def fs_error_text(exc: OSError) -> str:
+    """'PATH: what went wrong (what to do)' for an OSError from the file system."""
+    path = exc.filename if exc.filename is not None else "a file"
+    also = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+    return (f"{path}{also}: {exc.strerror or exc}; check the path, its permissions and the free space, "
+            "then rerun")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from harness.protocol.context import RunContext
 from harness.protocol.energy import energy_meter
 from harness.protocol.phases import PhaseClock
 from harness.protocol.pmpi import AllreduceHook, attach_hook, load_hook
+from harness.safe_text import surrogate_paths
 
 if TYPE_CHECKING:
     from harness.backend import Backend
@@ -47,6 +48,10 @@ def clean_metrics(metrics: Any) -> dict[str, Any]:
     keys = [k for k in metrics if not isinstance(k, str)]
     if keys:   # 1 and "1" would be one key in JSON: one value would silently replace the other
         raise TypeError(f"metric names must be strings, got {', '.join(f'{k!r} ({type(k).__name__})' for k in keys[:5])}")
+    unencodable = surrogate_paths(metrics)
+    if unencodable:   # no record, report or terminal can hold it as it is
+        raise ValueError("metric names and values must be valid Unicode text, but a lone surrogate is in "
+                         + ", ".join(unencodable[:5]).encode("utf-8", "backslashreplace").decode())
     out: dict[str, Any] = {}
     for key, value in metrics.items():
         if isinstance(value, (list, tuple)) or (hasattr(value, "tolist") and getattr(value, "ndim", 0) == 1):

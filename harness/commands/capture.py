@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 import pathlib
 import sys
 from collections import Counter
@@ -79,15 +80,44 @@ def _check_target(out: pathlib.Path, me: dict[str, Any]) -> dict[str, Any] | Non
         raise UsageError(f"capture folder {out}: exists and is not a capture (no {MANIFEST_NAME}); "
                          "give a new or empty folder")
     try:
-        earlier = json.loads(manifest.read_text())
-        earlier_line, earlier_key = earlier["machine"], earlier.get("machine_key")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        earlier = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
         raise UsageError(f"capture folder {out}: {MANIFEST_NAME} is unreadable ({exc}); "
                          "give a new folder (nothing there was changed)") from None
+    if not isinstance(earlier, dict) or "machine" not in earlier:
+        what = ("lacks 'machine'" if isinstance(earlier, dict)
+                else f"is a JSON {type(earlier).__name__}, not an object")
+        raise UsageError(f"capture folder {out}: {MANIFEST_NAME} {what}, so it is no capture manifest; "
+                         "give a new folder (nothing there was changed)")
+    earlier_line, earlier_key = earlier["machine"], earlier.get("machine_key")   # no key: an older capture
     if earlier_key != me["key"]:
         raise UsageError(f"capture folder {out}: holds another machine ({earlier_line}, key {earlier_key}); "
                          f"this one is {me['label']} (key {me['key']}). Give a new folder")
     return earlier
+
+
+CAPTURE_ENTRIES = (MANIFEST_NAME, "info.json", "README.txt", "results")
+
+
+def _check_entries(out: pathlib.Path) -> None:
+    """A capture writes only inside its folder: an entry it writes that is a link (a planted
+    ``results`` -> elsewhere) is refused before anything is written."""
+    for name in CAPTURE_ENTRIES:
+        path = out / name
+        if path.is_symlink():
+            raise UsageError(f"capture folder {out}: {name} is a symbolic link (to {os.readlink(path)}); "
+                             "a capture writes only inside its own folder: remove the link or give a new folder")
+    if (out / "results").exists() and not (out / "results").is_dir():
+        raise UsageError(f"capture folder {out}: results is not a folder; remove it or give a new folder")
+
+
+def _make_folder(out: pathlib.Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results").mkdir(exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"capture folder {out}: cannot create it ({exc.strerror}); "
+                         "give a folder in a writable place") from None
 
 
 def _write_json(path: pathlib.Path, doc: dict[str, Any]) -> None:
@@ -133,8 +163,10 @@ def main(args: argparse.Namespace) -> int:
     runs += [["--suite", s] for s in suites]
     info, _ = info_document([])
     me = identity(info["hardware"], args.machine_name)
+    if out.is_dir():
+        _check_entries(out)
     earlier = _check_target(out, me)
-    out.mkdir(parents=True, exist_ok=True)
+    _make_folder(out)
     results = out / "results"
     manifest: dict[str, Any] = {
         "schema": MANIFEST_SCHEMA, "machine": me["label"], "machine_key": me["key"], "machine_name": me["name"],
@@ -151,7 +183,7 @@ def main(args: argparse.Namespace) -> int:
     }
     _write_json(out / MANIFEST_NAME, manifest)
     _write_json(out / "info.json", info)
-    (out / "README.txt").write_text(README_TEXT)
+    write_atomic(out / "README.txt", README_TEXT)
     ended, code = "interrupted", 130
     try:
         for what in runs:

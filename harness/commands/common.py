@@ -6,12 +6,14 @@ import functools
 from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from harness.hardware.fingerprint import fingerprint
 from harness.hardware.profiles import Profile, load_profiles, match_profile
 from harness.registry import Problem, Registry, build_registry
+from harness.safe_text import has_unsafe, visible
 
 import os
 import sys
@@ -25,9 +27,21 @@ def _width(stream: Any) -> int | None:
     return 160
 
 
+class SafeConsole(Console):
+    """A rich Console whose printed text passes :func:`visible` after layout: a record's escape
+    sequence cannot reach the terminal, while rich's own styles and cursor controls (rendered here,
+    not part of the text) still do."""
+
+    def _render_buffer(self, buffer: Any) -> str:
+        return super()._render_buffer(
+            seg if seg.control or not has_unsafe(seg.text) else Segment(visible(seg.text), seg.style)
+            for seg in buffer)
+
+
+# SafeConsole: a record's escape sequences are shown, not obeyed.
 # emoji=False: ":100:" in "25:50:100" is a sweep, not an emoji.
-console = Console(highlight=False, emoji=False, width=_width(sys.stdout))
-err_console = Console(stderr=True, highlight=False, emoji=False, width=_width(sys.stderr))
+console = SafeConsole(highlight=False, emoji=False, width=_width(sys.stdout))
+err_console = SafeConsole(stderr=True, highlight=False, emoji=False, width=_width(sys.stderr))
 SHOWN_PROBLEMS = 5   # unreadable lines listed one by one; the rest are counted
 
 

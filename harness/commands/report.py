@@ -12,6 +12,7 @@ from harness.report.html import html_parts
 from harness.report.stamp import stamp_text
 from harness.report.tables import markdown_parts, rejudged
 from harness.results.frame import NOT_FLAT, load_frame
+from harness.safe_text import csv_frame
 
 FORMATS = ("md", "html", "csv", "parquet")
 
@@ -89,13 +90,13 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("--by-machine: no ok measurement records to compare")
         out = out or pathlib.Path(f"machines.{fmt}")
         if fmt == "csv":
-            write_atomic(out, lambda f: defuse_formulas(wide).to_csv(f, index=False, encoding="utf-8"))
+            write_atomic(out, lambda f: csv_frame(wide).to_csv(f, index=False, encoding="utf-8"))
         else:
             write_atomic(out, lambda f: parquet_safe(wide).to_parquet(f, index=False))
         print(f"wrote {out} ({len(wide)} matched cases x {len(wide.attrs['machines'])} machines)")
         return 0
     if fmt == "csv":   # written as it is made: 100,000 rows of CSV never sit in memory twice
-        frame = defuse_formulas(df.drop(columns=NOT_FLAT).join(pd_json_columns(df)))
+        frame = csv_frame(df.drop(columns=NOT_FLAT).join(pd_json_columns(df)))
         del df
         if out is None:
             frame.to_csv(sys.stdout, index=False)
@@ -120,17 +121,6 @@ def _stamped(parts, stamp: str):
     title, _, rest = next(parts).partition("\n\n")
     yield f"{title}\n\n{stamp}{rest}"
     yield from parts
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def defuse_formulas(frame):
-    """Text cells that a spreadsheet would run as a formula get a leading apostrophe (OWASP's
-    advice for CSV injection); numbers are left alone."""
-    def defuse(v):
-        return "'" + v if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v
-    return frame.map(defuse) if hasattr(frame, "map") else frame.applymap(defuse)
 
 
 def pd_json_columns(df):

@@ -15,6 +15,7 @@ from harness import __version__, junit
 from harness.commands.common import console, err_console, registry, warn_problems
 from harness.commands.run import add_case_options, case_argv, plan_cases
 from harness.errors import UsageError
+from harness.safe_text import slurm_filename
 from harness.launch.slurm import (BatchJob, find_sbatch, render_batch_script, script_text_problem, submit,
                                   submit_and_wait, valid_time)
 
@@ -66,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
                          "ask for fewer nodes or more --ranks")
     out = pathlib.Path(args.out).resolve()
     job = BatchJob(nodes=args.nodes, ntasks=ntasks, cpus_per_task=max(c.threads for c in cases),
-                   time=args.time, job_name=args.job_name, output=out / "slurm-%j.out",
+                   time=args.time, job_name=args.job_name, output=pathlib.Path(slurm_filename(out)) / "slurm-%j.out",
                    partition=args.partition, account=args.account, extra=list(args.sbatch_arg))
     command = [sys.executable, "-m", "harness", "run", *case_argv(args), "--launcher", "srun"]
     if args.nodes > 1:

@@ -9,6 +9,7 @@ import numpy as np
 from harness.history.series import Series
 from harness.history.steps import Step
 from harness.plotting import pyplot, save_figure
+from harness.safe_text import one_line
 
 
 def file_name(series: Series) -> str:
@@ -39,6 +40,6 @@ def series_figure(series: Series, steps: list[Step], out_dir: pathlib.Path) -> p
     ax.set_xticks(x, [f"{number[id(p)]} {p.commit[:7]}" for p in runs], rotation=60, fontsize=7)
     ax.set_xlabel("run and commit, oldest first")
     ax.set_ylabel("seconds per repeat")
-    ax.set_title(f"{series.label}\n{series.machine}", fontsize=8)
+    ax.set_title(f"{one_line(series.label)}\n{one_line(series.machine)}", fontsize=8)
     ax.grid(True, alpha=0.3)
     return save_figure(fig, out_dir / file_name(series))

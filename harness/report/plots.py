@@ -12,6 +12,7 @@ import pandas as pd
 from harness.claims import as_number
 from harness.plotting import plain_log_ticks
 from harness.plotting import pyplot as _plt
+from harness.safe_text import one_line
 
 
 def _png(fig: Any) -> bytes:
@@ -23,7 +24,9 @@ def _png(fig: Any) -> bytes:
 
 
 def wrapped(text: str, width: int = 34) -> str:
-    """A label over as many lines as it needs: never cut, so two labels never look alike."""
+    """A label over as many lines as it needs: never cut, so two labels never look alike; a record's
+    control characters are shown as escapes, not drawn (or warned about) as glyphs."""
+    text = one_line(text)
     return "\n".join(textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False)) or text
 
 
@@ -45,7 +48,7 @@ def times_figure(group: pd.DataFrame, workload: str) -> bytes | None:
     ax.bar(x, ok.median_s, yerr=err, capsize=3, color="#4c72b0")
     ax.set_xticks(list(x), [_label(r) for r in ok.itertuples()], rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("median time per repeat (s), 95% CI")
-    ax.set_title(f"{workload}: time by case")
+    ax.set_title(f"{one_line(workload)}: time by case")
     return _png(fig)
 
 
@@ -86,11 +89,11 @@ def phases_figure(group: pd.DataFrame, workload: str) -> bytes | None:
     bottom = [0.0] * len(ok)
     for name in names:
         vals = [p.get(name, 0.0) for p in phases]
-        ax.bar(range(len(ok)), vals, bottom=bottom, label=name)
+        ax.bar(range(len(ok)), vals, bottom=bottom, label=one_line(name))
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xticks(list(range(len(ok))), [_label(r) for r in ok.itertuples()], rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("seconds per repeat (slowest rank)")
-    ax.set_title(f"{workload}: phase breakdown")
+    ax.set_title(f"{one_line(workload)}: phase breakdown")
     ax.legend(fontsize=7)
     return _png(fig)
 
@@ -112,7 +115,7 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
     for r in df.itertuples():
         pair = roofline_ceilings(r.ceilings, r.metrics) if r.status == "ok" and r.ceilings and r.metrics else None
         if pair:
-            pairs.setdefault(f"{r.backend} {r.threads} thr, {r.machine}", []).append(pair)
+            pairs.setdefault(one_line(f"{r.backend} {r.threads} thr, {r.machine}"), []).append(pair)
     # one roofline per machine, backend and thread count (the median of its records), however many ran
     lines = [(label, statistics.median(p for p, _ in got), statistics.median(b for _, b in got))
              for label, got in pairs.items()]
@@ -129,7 +132,7 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
         flops = sum(v for k, v in work.items() if k.startswith("work_flops_") and isinstance(v, (int, float)))
         moved = work.get("work_bytes")
         if flops and isinstance(moved, (int, float)) and moved > 0 and r.median_s:
-            c = colour.get(str(r.machine))
+            c = colour.get(one_line(r.machine))
             if c is not None:
                 ax.plot(flops / moved, flops / r.median_s / 1e9, "o", color=c)
                 ax.annotate(r.workload, (flops / moved, flops / r.median_s / 1e9), fontsize=6,

@@ -12,6 +12,7 @@ import pandas as pd
 from harness.claims import ClaimVerdict, counts_text, rejudge
 from harness.intervals import level_text
 from harness.multiplicity import NAMES, NOT_CORRECTED, corrected_statuses
+from harness.safe_text import markdown_cell, markdown_text
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
                 "median (s)", "95% CI (s)", "throughput", "% of peak", "comm frac", "comm imbalance",
@@ -242,24 +243,22 @@ def rejudged(df: pd.DataFrame, confidence: float | None) -> pd.DataFrame:
     return out
 
 
-def no_tags(text: str) -> str:
-    """``text`` with every '<' that could open an HTML tag or comment escaped ('<=' stays)."""
-    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)
+def section(title: str, note: str, columns: list[str], rows: Iterable[list[str]]) -> str:
+    """A Markdown section: its heading, its note (if any), its table."""
+    return f"\n\n## {markdown_text(title)}\n\n" + (f"{markdown_text(note)}\n\n" if note else "") + markdown_table(columns, rows)
 
 
 def markdown_table(columns: list[str], rows: Iterable[list[str]]) -> str:
-    """A GitHub-flavoured Markdown table; pipes and HTML in cells are escaped (Markdown renders
-    raw HTML, and record strings must stay text)."""
+    """A GitHub-flavoured Markdown table; every header and body cell passes ``markdown_cell`` (a
+    record's string cannot end the table or inject markup)."""
     return "\n".join(markdown_lines(columns, rows))
 
 
 def markdown_lines(columns: list[str], rows: Iterable[list[str]]) -> Iterator[str]:
-    def cell(x: str) -> str:
-        return no_tags(str(x)).replace("|", "\\|").replace("\n", " ")
-    yield "| " + " | ".join(columns) + " |"
+    yield "| " + " | ".join(map(markdown_cell, columns)) + " |"
     yield "|" + "---|" * len(columns)
     for row in rows:
-        yield "| " + " | ".join(cell(x) for x in row) + " |"
+        yield "| " + " | ".join(map(markdown_cell, row)) + " |"
 
 
 def nonempty(rows: Iterator[list[str]]) -> Iterator[list[str]] | None:
@@ -278,7 +277,7 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
     yield (f"# hpml-harness report\n\n{len(df)} record(s) from {df['file'].nunique() if not df.empty else 0} file(s)."
            + (f" {energy}." if energy else ""))
     for title, columns, rows, note in overview_sections(df):
-        yield f"\n\n## {title}\n\n" + (f"{note}\n\n" if note else "") + markdown_table(columns, rows)
+        yield section(title, note, columns, rows)
     yield f"\n\n## Reproduction summary: paper claims ({claim_tally(df)})\n\n"
     claims = nonempty(iter_claim_rows(df))
     if claims is None:
@@ -287,12 +286,13 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
         for i, line in enumerate(markdown_lines(claim_columns(df), claims)):
             yield ("\n" if i else "") + line
     for title, columns, rows, note in machine_sections(df):
-        yield f"\n\n## {title}\n\n" + (f"{note}\n\n" if note else "") + markdown_table(columns, rows)
+        yield section(title, note, columns, rows)
     for workload, rows in iter_case_rows(df):
         note = table_notes(rows)
-        yield f"\n\n## {workload}\n\n" + markdown_table(CASE_COLUMNS, rows) + (f"\n\n{note}" if note else "")
+        yield (f"\n\n## {markdown_text(workload)}\n\n" + markdown_table(CASE_COLUMNS, rows)
+               + (f"\n\n{markdown_text(note)}" if note else ""))
     if problems:
-        yield "\n\n## Unreadable lines\n\n" + "\n".join(f"- {no_tags(p)}" for p in problems)
+        yield "\n\n## Unreadable lines\n\n" + "\n".join(f"- {markdown_text(p)}" for p in problems)
     yield "\n"
 
 

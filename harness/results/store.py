@@ -21,6 +21,7 @@ from typing import Any
 from harness.errors import UsageError
 from harness.results.record import Record, upgrade
 from harness.results.schema import schema_errors, validate
+from harness.safe_text import escaped_surrogates, surrogate_paths
 
 RESULTS_NAME = "results.jsonl"
 
@@ -65,6 +66,14 @@ def bounded_json(value: Any, where: str, cut: list[str]) -> Any:
     return value
 
 
+def _has_surrogate(as_json: dict[str, Any]) -> bool:
+    try:
+        json.dumps(as_json, ensure_ascii=False, allow_nan=True).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _add_reason(as_json: dict[str, Any], note: str) -> None:
     as_json["reason"] = f"{as_json['reason']}; {note}" if as_json.get("reason") else note
 
@@ -106,6 +115,13 @@ def stored_form(record: Record) -> tuple[dict[str, Any], bytes]:
     if cut:
         _add_reason(as_json, f"values over {MAX_TEXT_CHARS // 1024} KiB cut: {', '.join(cut[:8])}"
                              f"{' ...' if len(cut) > 8 else ''}")
+    if _has_surrogate(as_json):
+        bad = escaped_surrogates(surrogate_paths(as_json))
+        as_json = escaped_surrogates(as_json)
+        as_json["status"] = "failed" if as_json.get("status") == "ok" else as_json.get("status")
+        _add_reason(as_json, f"text that is not valid Unicode (a lone surrogate) at {', '.join(bad[:8])}"
+                             f"{' ...' if len(bad) > 8 else ''}: stored escaped, and the case fails "
+                             "(return str values and names that encode as UTF-8)")
     validate(as_json)
     data = (json.dumps(as_json, separators=(",", ":"), allow_nan=False) + "\n").encode()
     if len(data) > MAX_LINE_BYTES:
@@ -199,6 +215,9 @@ def _too_deep(line: str, data: Any) -> bool:
     return any(isinstance(v, (list, dict)) for v in level)
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")    # what a surrogate looks like in JSON text
+
+
 def parse_line(line: str) -> tuple[Record | None, str]:
     """(the record, '') of one results line, or (None, why it is not one). Never raises."""
     if len(line) > MAX_LINE_BYTES:
@@ -211,6 +230,9 @@ def parse_line(line: str) -> tuple[Record | None, str]:
         return None, f"not valid JSON ({getattr(exc, 'msg', str(exc))[:120]})"
     if _too_deep(line, data):
         return None, f"nested deeper than {MAX_DEPTH} levels"
+    if _SURROGATE_ESCAPE.search(line) and (bad := surrogate_paths(data)):
+        return None, (f"{bad[0]} holds a lone surrogate (\\ud800 to \\udfff unpaired), text that is not valid "
+                      "Unicode: fix or remove the line")
     try:
         return parse_record(data)
     except Exception as exc:   # schema-valid but unusable: the reader must survive any line
