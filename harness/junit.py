@@ -17,6 +17,7 @@ Mapping:
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import socket
@@ -105,6 +106,8 @@ def check_target(path: str | None) -> pathlib.Path | None:
         raise UsageError(f"--junit {path}: not a regular file; give a file name for the JUnit XML")
     if not target.parent.is_dir():
         raise UsageError(f"--junit {path}: the folder {target.parent} does not exist; create it first")
+    if not os.access(target.parent, os.W_OK):     # a read-only file system too, even for root
+        raise UsageError(f"--junit {path}: the folder {target.parent} is not writable; give a writable place")
     return target
 
 

@@ -17,6 +17,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.envvars import positive_int
 from harness.errors import UsageError, did_you_mean
 from harness.registry import Registry
 
@@ -215,10 +216,7 @@ DEFAULT_MAX_CASES = 10_000
 def max_cases() -> int:
     """The most cases one plan may have (HARNESS_MAX_CASES, default 10,000): a sweep of two
     1,000-value params would otherwise plan a million cases for minutes."""
-    try:
-        return max(1, int(os.environ.get("HARNESS_MAX_CASES", DEFAULT_MAX_CASES)))
-    except ValueError:
-        return DEFAULT_MAX_CASES
+    return positive_int("HARNESS_MAX_CASES", DEFAULT_MAX_CASES)
 
 
 def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) -> list[Case]:

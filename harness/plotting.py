@@ -28,11 +28,15 @@ def plain_log_ticks(ax: Any) -> None:
 
 
 def save_figure(fig: Any, path: pathlib.Path | str, dpi: int = 100) -> pathlib.Path:
-    """Lay out, write and close ``fig``; returns the path written."""
+    """Lay out, write (whole or not at all) and close ``fig``; returns the path written."""
+    from harness.atomic import write_atomic
+
     path = pathlib.Path(path)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    pyplot().close(fig)
+    try:
+        fig.tight_layout()
+        write_atomic(path, lambda f: fig.savefig(f, dpi=dpi, format=path.suffix.lstrip(".") or "png"))
+    finally:
+        pyplot().close(fig)
     return path
 
 

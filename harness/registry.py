@@ -91,6 +91,7 @@ def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list
     harness's own built-in plugins first, then by distribution and entry-point name.
     """
     loaded = []
+    seconds = import_deadline_s()      # read (and warned about) here, not where the imports print nothing
     eps = importlib.metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP)
     for ep in sorted(eps, key=_entry_point_order):
         dist = ep.dist.name if ep.dist is not None else "?"
@@ -98,7 +99,7 @@ def _entry_point_plugins(problems: list[Problem], only: set[str] | None) -> list
         if only is not None and label not in only:
             continue
         def load(ep: importlib.metadata.EntryPoint = ep) -> object:
-            with deadline(import_deadline_s()):
+            with deadline(seconds):
                 return ep.load()
         plugin, exc = guarded(load, quiet=True)   # SystemExit, a hang or 50 MB of printing cost only it
         check_interrupted()     # a Ctrl-C that the plugin's own imports swallowed still stops the command

@@ -67,6 +67,21 @@ def markdown_cell(text: Any) -> str:
     return markdown_text(text).replace("|", "\\|")
 
 
+DISPLAY_CHARS = 200      # a name in a table or figure; longer ones are cut, marked and told apart
+
+
+def shortened(text: str, limit: int = DISPLAY_CHARS) -> str:
+    """``text`` whole up to ``limit`` characters; beyond, its head, how much was cut and a digest of
+    the whole (two long names with one head stay apart). A reader's tables and figures stay linear
+    in a 1 MiB name instead of laying it out."""
+    if len(text) <= limit:
+        return text
+    import hashlib
+
+    digest = hashlib.sha1(text.encode("utf-8", "backslashreplace")).hexdigest()[:8]
+    return f"{text[:limit]}... [+{len(text) - limit} characters, #{digest}]"
+
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
+import shutil
+import tempfile
 
 from harness.commands.common import console, warn, warn_unreadable
 from harness.errors import UsageError
@@ -38,12 +41,43 @@ def _config(path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
         raise UsageError(f"--config {path}: not readable JSON ({exc}); asv's own loader reads it too") from None
     if not isinstance(conf, dict):
         raise UsageError(f"--config {path}: not an asv configuration (a JSON object)")
+    for key, default in (("results_dir", "results"), ("repo", ".")):
+        value = conf.get(key, default)
+        if not isinstance(value, str) or not value or "\0" in value:
+            raise UsageError(f"--config {path}: {key} must be a non-empty path string without NUL bytes, "
+                             f"not {value!r}; fix it in the configuration")
     base = path.resolve().parent
-    results = base / str(conf.get("results_dir", "results"))
-    repo = base / str(conf.get("repo", "."))
+    results = base / conf.get("results_dir", "results")
+    repo = base / conf.get("repo", ".")
     if not (repo / ".git").exists():
         raise UsageError(f"--config {path}: its repo {repo} is not a git checkout; asv publish needs the commits")
     return results, repo
+
+
+def staged_export(series: list, results_dir: pathlib.Path, repo: pathlib.Path):
+    """``export`` into a staging folder beside ``results_dir``, then each file renamed into place:
+    a full or read-only disk leaves ``results_dir`` as it was (asv writes its files in place)."""
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        staging = pathlib.Path(tempfile.mkdtemp(prefix=".harness-export-", dir=results_dir.parent))
+    except OSError as exc:
+        raise UsageError(f"asv results_dir {results_dir}: cannot write there ({exc.strerror}); "
+                         "give a writable results_dir in the configuration") from None
+    try:
+        if (results_dir / "benchmarks.json").is_file():     # merged with asv's own entries
+            shutil.copy2(results_dir / "benchmarks.json", staging / "benchmarks.json")
+        done = export(series, staging, repo)
+        for f in sorted(p for p in staging.rglob("*") if p.is_file()):
+            target = results_dir / f.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(f, target)
+    except OSError as exc:
+        raise UsageError(f"asv results_dir {results_dir}: could not write the export ({exc.strerror}); "
+                         "files already in place are whole; free space and rerun") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    done.files = [results_dir / f.relative_to(staging) for f in done.files]
+    return done
 
 
 def main(args: argparse.Namespace) -> int:
@@ -54,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("no readable records in " + " ".join(args.paths))
     workloads = [w.strip() for w in args.workload.split(",") if w.strip()] if args.workload else None
     series = select(build_series(records), workloads, None)
-    done = export(series, results_dir, repo)
+    done = staged_export(series, results_dir, repo)
     for why, n in sorted(done.left_out.items()):
         warn(f"{n} record(s) left out: {why}")
     if not done.files:

@@ -12,9 +12,9 @@ from rich.markup import escape
 from harness.commands.common import add_confidence_option, console, err_console, table, warn_unreadable
 from harness.errors import UsageError
 from harness.history.plot import series_figure
-from harness.history.series import Series, as_json, build_series, select
+from harness.history.series import Series, as_json, build_series, lean, select
 from harness.history.steps import METHODS, Step, candidates, family_confidence, find_steps
-from harness.results.store import load_records
+from harness.results.scan import scan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
     plot_dir = pathlib.Path(args.plot) if args.plot else None
     if plot_dir is not None and plot_dir.exists() and not plot_dir.is_dir():
         raise UsageError(f"--plot {plot_dir}: exists and is not a folder; give a folder for the PNGs")
-    records, problems = load_records(args.paths)
+    records, problems = scan(args.paths, lean)     # what a history needs of each record, in parallel
     warn_unreadable(problems)
     if not records:
         raise UsageError("no readable records in " + " ".join(args.paths))
@@ -96,9 +96,16 @@ def main(args: argparse.Namespace) -> int:
     level = family_confidence(args.confidence, n_candidates)     # the gate's false-alarm rate: 1 - confidence
     found = {s.key: find_steps(s, args.threshold, level, args.method, bounds[s.key]) for s in series}
     if plot_dir is not None:
-        plot_dir.mkdir(parents=True, exist_ok=True)
-        written = [series_figure(s, found[s.key], plot_dir) for s in series if sum(p.ok for p in s.points) >= 2]
-        err_console.print(f"{len(written)} plot(s) in {plot_dir}", markup=False)
+        try:
+            plot_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--plot {plot_dir}: cannot create the folder ({exc.strerror}); "
+                             "give a writable folder") from None
+        drawn = [series_figure(s, found[s.key], plot_dir) for s in series if sum(p.ok for p in s.points) >= 2]
+        written = [d for d in drawn if d is not None]
+        err_console.print(f"{len(written)} plot(s) in {plot_dir}" + (
+            f"; {len(drawn) - len(written)} series not drawn (times beyond what a plot can scale)"
+            if len(drawn) > len(written) else ""), markup=False)
     newest = [(s, st) for s in series for st in found[s.key] if st.kind == "slowdown" and st.newest]
     if args.json:
         print(json.dumps([{**as_json(s), "steps": _steps_json(found[s.key], level)} for s in series], indent=1))

@@ -246,15 +246,21 @@ def main(args: argparse.Namespace) -> int:
         console.print(closing_table([(f.case, f.record) for f in finished], args.correction, args.confidence))
     if verdicts:
         console.print(f"claims: {summarize_claims(verdicts)}")
+    outputs_lost = False
     if junit_file is not None:
-        _write_junit(junit_file, run_id, results_file, finished)
-        console.print(f"JUnit XML in {junit_file}", markup=False)
+        try:
+            _write_junit(junit_file, run_id, results_file, finished)
+            console.print(f"JUnit XML in {junit_file}", markup=False)
+        except UsageError as exc:    # the records are safe: say so, and fail the run (exit 1), not the input
+            err_console.print(f"harness: error: the JUnit file was not written: {exc} (the records are in "
+                              f"{results_file})", markup=False, soft_wrap=True)
+            outputs_lost = True
     if todo and counts["skipped"] == len(todo):
         reasons = sorted({f.record.reason for f in finished if f.record.status == "skipped"})
         print(f"harness: error: nothing ran: all {len(todo)} case(s) were skipped "
               f"({'; '.join(reasons)[:300]})", file=sys.stderr)
         return 2
-    return 1 if counts["failed"] or counts["timeout"] else 0
+    return 1 if counts["failed"] or counts["timeout"] or outputs_lost else 0
 
 
 def _write_junit(path: pathlib.Path, run_id: str, results_file: pathlib.Path, finished: list[Finished],

@@ -14,6 +14,7 @@ import sys
 from harness import __version__, junit
 from harness.commands.common import console, err_console, registry, warn_problems
 from harness.commands.run import add_case_options, case_argv, plan_cases
+from harness.atomic import write_atomic
 from harness.errors import UsageError
 from harness.safe_text import slurm_filename
 from harness.launch.slurm import (BatchJob, find_sbatch, render_batch_script, script_text_problem, submit,
@@ -88,10 +89,14 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("sbatch is not on PATH: run `harness submit` on a Slurm login node, "
                          "or use --dry-run to print the script")
     try:
-        (out / "slurm").mkdir(parents=True, exist_ok=True)
+        try:
+            (out / "slurm").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot create {out / 'slurm'} ({exc.strerror}); "
+                             "choose a writable folder") from None
         path = out / "slurm" / f"{args.job_name}-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}.sbatch"
         assert path.resolve().parent == (out / "slurm").resolve(), "job names are checked above"
-        path.write_text(script)
+        write_atomic(path, script)
     except OSError as exc:
         raise UsageError(f"--out {args.out}: cannot write the batch script there ({exc.strerror})") from None
     if args.wait:

@@ -1,6 +1,7 @@
 """One figure per series: each run's median with its interval, the fitted levels, the steps."""
 from __future__ import annotations
 
+import math
 import pathlib
 import re
 
@@ -17,14 +18,22 @@ def file_name(series: Series) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", series.key)[:150].strip("_") + ".png"
 
 
-def series_figure(series: Series, steps: list[Step], out_dir: pathlib.Path) -> pathlib.Path:
-    plt = pyplot()
+PLOTTABLE = 1e300     # beyond this matplotlib's axis arithmetic overflows
+
+
+def series_figure(series: Series, steps: list[Step], out_dir: pathlib.Path) -> pathlib.Path | None:
+    """The series' figure, or None when its values cannot be drawn (beyond PLOTTABLE, not finite)."""
     runs = [p for p in series.points if p.ok]
+    med = [p.median for p in runs]
+    bounds = [v for p in runs for v in (p.median, *(p.interval or ()))]
+    if not all(math.isfinite(v) and abs(v) < PLOTTABLE for v in bounds):
+        return None
+    # a stored interval that misses the median (a record made elsewhere) draws as no whisker there
+    lo = [max(0.0, p.median - p.interval[0]) for p in runs]    # type: ignore[index,operator]
+    hi = [max(0.0, p.interval[1] - p.median) for p in runs]    # type: ignore[index,operator]
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(5.0, 0.35 * len(runs) + 3), 3.6))
     x = list(range(1, len(runs) + 1))
-    med = [p.median for p in runs]
-    lo = [p.median - p.interval[0] for p in runs]    # type: ignore[index,operator]
-    hi = [p.interval[1] - p.median for p in runs]    # type: ignore[index,operator]
     ax.errorbar(x, med, yerr=[lo, hi], fmt="o", capsize=3, label="median [interval] per run")
     bounds = [0] + [runs.index(s.after[0]) for s in steps if s.confirmed] + [len(runs)]
     for a, b in zip(bounds, bounds[1:]):     # each segment's level: the median of its pooled samples

@@ -124,3 +124,29 @@ def as_json(series: Series) -> dict[str, Any]:
             "points": [{"run_id": p.run_id, "created": p.created, "commit": p.commit, "status": p.status,
                         "median_s": p.median, "interval_s": list(p.interval) if p.interval else None,
                         "n": len(p.samples)} for p in series.points]}
+
+
+def lean(record: Record, source: str = "") -> Record:
+    """The record as a history keeps it (a ``scan`` row maker): its timings, status, identity and the
+    conditions :func:`harness.history.provenance.provenance` compares; metrics, per-rank samples,
+    replicates, phases, claims and the bulk of the hardware and software sections dropped. A series
+    of 50,000 runs then fits in memory like ``show``'s columns do."""
+    ident = record.machine_identity          # made from the whole hardware section where a record has none
+    record.identity = {k: ident.get(k) for k in ("key", "label", "name")}
+    hw = record.hardware or {}
+    cpu = hw.get("cpu") or {}
+    micro = cpu.get("microarch")
+    record.hardware = {
+        "arch": hw.get("arch"), "emulation": hw.get("emulation"), "tuning": hw.get("tuning"), "memory_bytes": hw.get("memory_bytes"),
+        "gpus": [{"name": g.get("name")} for g in hw.get("gpus") or [] if isinstance(g, dict)], "os": hw.get("os"),
+        "cpu": {"model": cpu.get("model"), "usable_cpus": cpu.get("usable_cpus"),
+                "microarch": {"name": micro.get("name")} if isinstance(micro, dict) else None}}
+    sw = record.software or {}
+    record.software = {k: sw.get(k) for k in ("python", "harness", "packages", "mpi_library", "git")}
+    record.metrics, record.metric_samples, record.replicates = {}, {}, {}
+    record.samples_per_rank, record.phases, record.claims, record.stderr_tail = [], {}, [], ""
+    record.system_load, record.comm = {}, None
+    record.resources = {"hosts": (record.resources or {}).get("hosts")}
+    record.backend.evidence, record.profile = {}, {"name": (record.profile or {}).get("name")}
+    return record
+

@@ -178,11 +178,17 @@ def step_interval(before: list[Point], after: list[Point], confidence: float = 0
     d = float(np.mean(y2) - np.mean(y1))
     n = len(y1) + len(y2)
     if n < 3:
-        return math.exp(d), math.nan, math.nan
+        return _exp(d), math.nan, math.nan
     s2 = (float(np.sum((y1 - y1.mean()) ** 2)) + float(np.sum((y2 - y2.mean()) ** 2))) / (n - 2)
     s2 = max(s2, run_noise(before + after) ** 2)   # known from many samples even when few runs are
     half = scan_critical(n, confidence) * math.sqrt(s2 * (1 / len(y1) + 1 / len(y2)))
-    return math.exp(d), math.exp(d - half), math.exp(d + half)
+    return _exp(d), _exp(d - half), _exp(d + half)
+
+
+def _exp(x: float) -> float:
+    """exp that saturates (to inf, or 0) instead of raising: an interval of a few runs at a
+    family-wise level can be wider than a float's range, which means only "undecided"."""
+    return math.exp(x) if x < 709.0 else math.inf
 
 
 def classify(ratio: float, low: float, high: float, threshold: float) -> str:

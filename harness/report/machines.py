@@ -31,6 +31,7 @@ import pandas as pd
 
 from harness.intervals import ratio_of_medians
 from harness.results.frame import TIME_TO_QUALITY
+from harness.intervals import bootstrap_medians
 
 CASE_KEY = ["workload", "size", "params", "ranks", "cpus", "backend"]
 BOOTSTRAP = 1000
@@ -202,14 +203,22 @@ def portability(df: pd.DataFrame, seed: int = 0) -> list[dict[str, Any]]:
             return {m: float(np.exp(np.mean(np.log(v)))) for m, v in per_machine.items()}
 
         point = app_eff([{m: float(np.median(s)) for m, s in case.items()} for case in samples])
-        boots = []
-        for _ in range(BOOTSTRAP):
-            draws = [{m: float(np.median(rng.choice(s, len(s)))) for m, s in case.items()} for case in samples]
-            boots.append(_harmonic(list(app_eff(draws).values())))
+        # per case a (machines x draws) array of bootstrap medians; per draw each machine's efficiency
+        # (best / its median), geometric mean over cases, harmonic mean over machines
+        log_eff = np.zeros((len(names), BOOTSTRAP))
+        for case in samples:
+            meds = np.stack([bootstrap_medians(case[m], rng, BOOTSTRAP) for m in names])
+            log_eff += np.log(meds.min(axis=0) / meds)
+        eff = np.exp(log_eff / len(samples))
+        boots = np.where((eff > 0).all(axis=0), len(names) / np.sum(1.0 / eff, axis=0), 0.0)
         arch = {}
+        fractions: dict[str, list[float]] = {m: [] for m in names}     # one pass, not one per machine
+        for g in cases:
+            for r in g.itertuples():
+                if r.fraction_of_peak is not None and not pd.isna(r.fraction_of_peak):
+                    fractions[r.machine].append(r.fraction_of_peak)
         for m in names:
-            fr = [r.fraction_of_peak for g in cases for r in g.itertuples() if r.machine == m
-                  and r.fraction_of_peak is not None and not pd.isna(r.fraction_of_peak)]
+            fr = fractions[m]
             if fr and len(fr) == len(cases):
                 arch[m] = float(np.exp(np.mean(np.log(np.clip(fr, 1e-12, None)))))
         entry.update(pp_app=_harmonic(list(point.values())), pp_app_low=float(np.percentile(boots, 2.5)),

@@ -21,6 +21,7 @@ import pandas as pd
 
 from harness.hardware.peaks import fraction_or_problem
 from harness.report.machines import machines_of, matched_cases, samples_array, usable
+from harness.intervals import bootstrap_medians
 
 BOOTSTRAP = 1000
 
@@ -88,10 +89,8 @@ def _geomean_speedup(pairs: list[tuple[np.ndarray, np.ndarray]], rng: np.random.
     point = float(np.exp(np.mean([math.log(np.median(a) / np.median(b)) for a, b in pairs])))
     if any(len(a) < 2 or len(b) < 2 for a, b in pairs):
         return point, None, None
-    draws = np.empty(BOOTSTRAP)
-    for i in range(BOOTSTRAP):
-        draws[i] = np.mean([math.log(np.median(rng.choice(a, len(a))) / np.median(rng.choice(b, len(b))))
-                            for a, b in pairs])
+    draws = np.mean([np.log(bootstrap_medians(a, rng, BOOTSTRAP) / bootstrap_medians(b, rng, BOOTSTRAP))
+                     for a, b in pairs], axis=0)
     tail = (1 - confidence) / 2
     lo, hi = np.exp(np.quantile(draws, [tail, 1 - tail]))
     return point, float(lo), float(hi)

@@ -15,11 +15,17 @@ from harness.plotting import pyplot as _plt
 from harness.safe_text import one_line
 
 
-def _png(fig: Any) -> bytes:
+def _png(fig: Any) -> bytes | None:
+    """The figure as PNG bytes, or None when matplotlib cannot lay it out (values near the float
+    range overflow its tick arithmetic): a report loses that figure, not its tables."""
     buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=100)
-    _plt().close(fig)
+    try:
+        fig.tight_layout()
+        fig.savefig(buf, format="png", dpi=100)
+    except (ValueError, OverflowError):
+        return None
+    finally:
+        _plt().close(fig)
     return buf.getvalue()
 
 
@@ -188,4 +194,5 @@ def machine_figures(wide: pd.DataFrame | None) -> list[tuple[str, bytes, list[st
                   + "\n(log scale; whiskers: 95% bootstrap interval; none: 1 repeat)")
     ax.invert_yaxis()
     ax.legend(fontsize=7, loc="best")
-    return [("speed-up per matched case and machine", _png(fig), [f"case {i}: {t}" for i, t in enumerate(legend, 1)])]
+    png = _png(fig)
+    return [("speed-up per matched case and machine", png, [f"case {i}: {t}" for i, t in enumerate(legend, 1)])] if png else []

@@ -12,6 +12,7 @@ import pandas as pd
 
 from harness.claims import claim_counts
 from harness.results.record import Record
+from harness.safe_text import DISPLAY_CHARS, shortened
 
 
 # Columns holding lists or dicts, which flat formats (CSV, Parquet) leave out.
@@ -34,6 +35,11 @@ COLUMNS = ["file", "workload", "version", "case_id", "size", "params", "machine"
            "created", "run_id", "commit", "samples", "metrics", "ceilings", "claims", "phases"]
 
 
+def _shown_params(swept: dict[str, Any]) -> dict[str, Any]:
+    """The swept params with over-long names and text values shortened for display."""
+    return {shortened(str(k)): shortened(v) if isinstance(v, str) else v for k, v in swept.items()}
+
+
 def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> dict[str, Any]:
     """One DataFrame row (COLUMNS): what a comparison needs. ``claims`` holds the JSON text of
     the verdicts that apply to the case (text: 100,000 rows of dicts would take gigabytes;
@@ -49,23 +55,23 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
     energy = record.resources.get("energy") or {}
     return {
         "file": source,
-        "workload": record.workload.name,
+        "workload": shortened(record.workload.name),
         "version": record.work_version,
-        "case_id": record.case_id,
+        "case_id": shortened(record.case_id),
         "size": record.size,
-        "params": json.dumps(record.swept or {}, sort_keys=True),
-        "machine": record.machine,
+        "params": json.dumps(_shown_params(record.swept or {}), sort_keys=True),
+        "machine": shortened(record.machine),
         "machine_key": record.machine_key,
         "machine_info": machine_info(record),
         "emulated": record.emulated,
-        "backend": record.backend.label,
-        "library": record.backend.library or "",
+        "backend": shortened(record.backend.label),
+        "library": shortened(record.backend.library or ""),
         "verified": record.backend.verified,
         "ranks": record.launch.ranks,
         "threads": record.launch.threads,
         "usable_cpus": (record.hardware.get("cpu") or {}).get("usable_cpus"),
         "status": record.status,
-        "reason": record.reason,
+        "reason": shortened(record.reason, 4 * DISPLAY_CHARS),
         "median_s": stats.median if stats else None,
         "ci95_low_s": ci[0],
         "ci95_high_s": ci[1],

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import multiprocessing
 import pathlib
+import signal
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.hardware.fingerprint import usable_cpus
 from harness.results.record import Record
-from harness.results.store import MAX_LINE_BYTES, iter_records, parse_line, results_files
+from harness.results.store import MAX_LINE_BYTES, DuplicateIds, iter_records, parse_line, results_files
+from harness.safe_text import escaped_surrogates
 
 CHUNK_BYTES = 16 * 2**20
 MAX_WORKERS = 8
@@ -42,10 +44,10 @@ def _chunks(path: pathlib.Path) -> list[tuple[int, int]]:
     return bounds
 
 
-def _scan_chunk(task: tuple[str, int, int, RowMaker]) -> tuple[list[Any], list[tuple[int, str]], int]:
-    """(rows, [(line index in the chunk, problem)], lines in the chunk) of one byte range."""
+def _scan_chunk(task: tuple[str, int, int, RowMaker]) -> tuple[list[Any], list[tuple[int, str]], int, list[str]]:
+    """(rows, [(line index in the chunk, problem)], lines in the chunk, record ids) of one byte range."""
     path, start, end, make_row = task
-    rows, problems, index = [], [], 0
+    rows, problems, index, ids = [], [], 0, []
     with open(path, "rb") as f:
         f.seek(start)
         while f.tell() < end:
@@ -63,8 +65,15 @@ def _scan_chunk(task: tuple[str, int, int, RowMaker]) -> tuple[list[Any], list[t
             if record is None:
                 problems.append((index, f"{problem}; line skipped"))
             else:
-                rows.append(make_row(record, path))
-    return rows, problems, index
+                rows.append(make_row(record, escaped_surrogates(path)))
+                ids.append(record.id)
+    return rows, problems, index, ids
+
+
+def _leave_signals_to_the_parent() -> None:
+    """A reader process ignores Ctrl-C (SIGINT goes to the whole process group): the parent stops,
+    says so once and ends the pool, instead of a traceback from each reader."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def workers() -> int:
@@ -75,20 +84,25 @@ def scan(paths: Iterable[str | pathlib.Path], make_row: RowMaker) -> tuple[list[
     """``make_row(record, file)`` of every readable record of the files and folders, in file
     order, and one 'file:line: problem' per bad line. ``make_row`` must be picklable (a
     module-level function or a functools.partial of one)."""
-    files = results_files(paths)
+    problems: list[str] = []
+    files = results_files(paths, problems)
     total = sum(f.stat().st_size for f in files)
     rows: list[Any] = []
-    problems: list[str] = []
+    ids = DuplicateIds()
     if total < 2 * CHUNK_BYTES or workers() == 1:
         for f in files:
-            rows.extend(make_row(r, str(f)) for r in iter_records(f, problems))
-        return rows, problems
+            for r in iter_records(f, problems):
+                ids.add(r.id, f)
+                rows.append(make_row(r, escaped_surrogates(str(f))))
+        return rows, problems + ids.problems()
     tasks = [(str(f), start, end, make_row) for f in files for start, end in _chunks(f)]
-    with multiprocessing.get_context("fork").Pool(workers()) as pool:
+    with multiprocessing.get_context("fork").Pool(workers(), initializer=_leave_signals_to_the_parent) as pool:
         line_base: dict[str, int] = {}
-        for (path, _, _, _), (chunk_rows, chunk_problems, lines) in zip(tasks, pool.imap(_scan_chunk, tasks)):
+        for (path, _, _, _), (chunk_rows, chunk_problems, lines, chunk_ids) in zip(tasks, pool.imap(_scan_chunk, tasks)):
             base = line_base.get(path, 0)
             rows.extend(chunk_rows)
-            problems.extend(f"{path}:{base + i}: {why}" for i, why in chunk_problems)
+            problems.extend(f"{escaped_surrogates(path)}:{base + i}: {why}" for i, why in chunk_problems)
             line_base[path] = base + lines
-    return rows, problems
+            for record_id in chunk_ids:
+                ids.add(record_id, path)
+    return rows, problems + ids.problems()

@@ -267,7 +267,7 @@ def iter_records(path: pathlib.Path, problems: list[str]) -> Iterator[Record]:
             continue
         record, problem = parse_line(line)
         if record is None:
-            problems.append(f"{path}:{lineno}: {problem}; line skipped")
+            problems.append(f"{escaped_surrogates(str(path))}:{lineno}: {problem}; line skipped")
             continue
         yield record
 
@@ -279,10 +279,33 @@ def read_records(path: pathlib.Path) -> tuple[list[Record], list[str]]:
     return records, problems
 
 
-def results_files(paths: Iterable[str | pathlib.Path]) -> list[pathlib.Path]:
+_NOT_JSON_LINES = {b"\x1f\x8b": "gzip-compressed: gunzip it first",
+                   b"\xff\xfe": "UTF-16 text: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)",
+                   b"\xfe\xff": "UTF-16 text: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"}
+
+
+def _unreadable(path: pathlib.Path) -> str | None:
+    """Why a results file cannot be read (a dangling link, a link loop, no permission, gzip or
+    UTF-16 instead of UTF-8 JSON lines), or None when it can."""
+    try:
+        os.stat(path)
+        with open(path, "rb") as f:
+            head = f.read(2) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else b""
+    except OSError as exc:
+        kind = ("a dangling link" if exc.errno == errno.ENOENT and os.path.islink(path)
+                else "a link loop" if exc.errno == errno.ELOOP else exc.strerror)
+        return f"{escaped_surrogates(str(path))}: {kind}; skipped"
+    if head in _NOT_JSON_LINES:
+        return f"{escaped_surrogates(str(path))}: {_NOT_JSON_LINES[head]}; skipped"
+    return None
+
+
+def results_files(paths: Iterable[str | pathlib.Path], problems: list[str] | None = None) -> list[pathlib.Path]:
     """Expand folders to their ``*.jsonl`` files (a ``harness capture`` folder to its ``results/``
     folder's); a missing path, or one that is not a regular file (a FIFO, a device, a folder named
-    like a results file), is a UsageError naming it."""
+    like a results file), is a UsageError naming it. A file that cannot be read (a dangling link,
+    a link loop, gzip or UTF-16) is skipped, its reason added to ``problems`` (the good files are
+    read), or, without ``problems``, a UsageError."""
     files: list[pathlib.Path] = []
     for p in map(pathlib.Path, paths):
         if p.is_dir():
@@ -293,19 +316,56 @@ def results_files(paths: Iterable[str | pathlib.Path]) -> list[pathlib.Path]:
                 raise UsageError(f"{p}: no *.jsonl results files in this folder")
             for f in found:
                 regular_or_absent(f)
-            files.extend(found)
         elif p.exists():
             regular_or_absent(p)
-            files.append(p)
+            found = [p]
         else:
             raise UsageError(f"{p}: no such results file or folder")
+        skipped = [(f, why) for f in found if (why := _unreadable(f))]
+        if skipped and problems is None:
+            raise UsageError(skipped[0][1])
+        if problems is not None:
+            problems.extend(why for _, why in skipped)
+        found = [f for f in found if f not in {g for g, _ in skipped}]
+        if not found:
+            raise UsageError(f"{p}: no readable results file here ({skipped[0][1]})")
+        files.extend(found)
     return files
+
+
+class DuplicateIds:
+    """Record ids seen while reading: a record whose id another already had (a file concatenated
+    with itself, a folder copied beside its original) is counted, and said once."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.repeated = 0
+        self.first: tuple[str, str] | None = None
+
+    def add(self, record_id: str, path: str | pathlib.Path) -> None:
+        if record_id in self.seen:
+            self.repeated += 1
+            self.first = self.first or (record_id, escaped_surrogates(str(path)))
+        else:
+            self.seen.add(record_id)
+
+    def problems(self) -> list[str]:
+        if not self.repeated or self.first is None:
+            return []
+        record_id, path = self.first
+        return [f"{self.repeated} record(s) repeat the id of an earlier one (first: {record_id} in {path}): "
+                "each is read as it is; a results file was probably concatenated with itself or copied "
+                "beside its original"]
 
 
 def load_records(paths: Iterable[str | pathlib.Path]) -> tuple[list[Record], list[str]]:
     """All valid records of the given files/folders, with the problems of the bad lines."""
     records: list[Record] = []
     problems: list[str] = []
-    for f in results_files(paths):
-        records.extend(iter_records(f, problems))
+    ids = DuplicateIds()
+    for f in results_files(paths, problems):
+        for r in iter_records(f, problems):
+            ids.add(r.id, f)
+            records.append(r)
+    problems += ids.problems()
     return records, problems
