@@ -1,8 +1,9 @@
-"""How the readers scale: `harness show`, `report` (md, html, csv) and `compare` over a results
+"""How the readers scale: `harness show`, `report` (md, html, csv), `compare` and `history` over a results
 file of N records, each verb's wall time and peak memory (the summed RSS of its process tree, the pool of
 parsing processes included, sampled every 250 ms).
 
     .venv/bin/python benchmarks/readers.py --records 100000 [--work DIR] [--keep]
+    .venv/bin/python benchmarks/readers.py --records 3000 --machines 3000     # many machines side by side
 
 The records are the real ones committed under tests/fixtures/records (an H200 node's and a
 CPU machine's), copied with new ids, run ids and a swept ``seed`` param so that cases differ;
@@ -46,11 +47,18 @@ sys.stderr.write(err.read()[-2000:])
 """
 
 
-def write_records(path: pathlib.Path, n: int, offset: int = 0) -> None:
+def write_records(path: pathlib.Path, n: int, offset: int = 0, machines: int = 0) -> None:
+    """``n`` records; with ``machines`` > 0, record i on machine i % machines (its own key and label):
+    how a report scales with the machines side by side (issue 44: linear, not quadratic)."""
     base = [json.loads(line) for src in SOURCES for line in src.read_text().splitlines() if line.strip()]
     with open(path, "w") as f:
         for i in range(offset, offset + n):
             rec = dict(base[i % len(base)])
+            if machines:
+                m = i % machines
+                hardware = dict(rec["hardware"])     # a machine is its facts: another CPU model, another machine
+                hardware["cpu"] = dict(hardware.get("cpu") or {}, model=f"bench CPU {m}")
+                rec["hardware"] = hardware
             rec["id"] = f"{i:016x}"
             rec["run_id"] = f"bench-{i // 500}"
             seed = i // len(base) % 50          # 50 values: cases repeat, as runs of a history do
@@ -71,15 +79,17 @@ def main() -> int:
     ap.add_argument("--work", help="folder for the generated files (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     ap.add_argument("--reuse", action="store_true", help="use the files a --keep run left in --work")
+    ap.add_argument("--machines", type=int, default=0,
+                    help="spread the records over this many machines (default: the sources' own)")
     args = ap.parse_args()
     work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="harness-readers-"))
     work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     all_file, half_a, half_b = work / "all.jsonl", work / "a.jsonl", work / "b.jsonl"
     if not (args.reuse and all_file.exists() and half_a.exists() and half_b.exists()):
-        write_records(all_file, args.records)
-        write_records(half_a, args.records // 2)
-        write_records(half_b, args.records - args.records // 2, offset=args.records // 2)
+        write_records(all_file, args.records, machines=args.machines)
+        write_records(half_a, args.records // 2, machines=args.machines)
+        write_records(half_b, args.records - args.records // 2, offset=args.records // 2, machines=args.machines)
     size = all_file.stat().st_size / 2**20
     print(f"{args.records} records, {size:.0f} MiB, written in {time.perf_counter() - t:.0f} s -> {work}")
     harness = [sys.executable, "-m", "harness"]
@@ -89,6 +99,7 @@ def main() -> int:
         "report html": harness + ["report", str(all_file), "--out", str(work / "r.html")],
         "report csv": harness + ["report", str(all_file), "--out", str(work / "r.csv")],
         "compare (half vs half)": harness + ["compare", str(half_a), str(half_b), "--json"],
+        "history": harness + ["history", str(all_file), "--summary"],
     }
     missed = 0
     print(f"{'verb':24s} {'exit':>4s} {'seconds':>8s} {'peak MiB':>9s}")

@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="extra sbatch option for the script, e.g. --sbatch-arg=--exclusive; repeatable")
     p.add_argument("--dry-run", action="store_true", help="print the batch script; write and submit nothing")
     p.add_argument("--wait", action="store_true",
-                   help="wait until the job has ended (sbatch --wait), then report its exit status and its "
+                   help="wait until the job has ended (asking scontrol every second), then report its exit "
+                        "status and its "
                         "records; exit status as `harness run`'s (0 ok, 1 a case failed, 2 nothing ran)")
     p.set_defaults(func=main)
 
@@ -68,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
                          "ask for fewer nodes or more --ranks")
     out = pathlib.Path(args.out).resolve()
     job = BatchJob(nodes=args.nodes, ntasks=ntasks, cpus_per_task=max(c.threads for c in cases),
-                   time=args.time, job_name=args.job_name, output=pathlib.Path(slurm_filename(out)) / "slurm-%j.out",
+                   time=args.time, job_name=args.job_name,
+                   output=pathlib.Path(slurm_filename(out)) / "slurm-%j.out",
                    partition=args.partition, account=args.account, extra=list(args.sbatch_arg))
     command = [sys.executable, "-m", "harness", "run", *case_argv(args), "--launcher", "srun"]
     if args.nodes > 1:

@@ -42,13 +42,28 @@ print("tf_cnn-probe-done", flush=True)
 
 def primitives(math: str, timeout_s: float = 180.0) -> dict[str, int]:
     """oneDNN primitives executed by kind (``{}``: none) in one training step under ``math``."""
+    return probe_result(start_probe(math), timeout_s)
+
+
+def start_probe(math: str) -> subprocess.Popen[str]:
+    """The probe's child, started: the caller loads TensorFlow meanwhile (on another core, each
+    import takes ~6 s) and takes the answer with :func:`probe_result` before it measures anything."""
     env = dict(os.environ, **VARIABLES[math], ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="2")
-    out = subprocess.run([sys.executable, "-c", _STEP], env=env, capture_output=True, text=True,
-                         timeout=timeout_s)
-    if "tf_cnn-probe-done" not in out.stdout:
-        tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError(f"the oneDNN verbose probe failed (exit {out.returncode}): {tail[0][:200]}")
-    return dict(count_executions(out.stdout))
+    return subprocess.Popen([sys.executable, "-c", _STEP], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def probe_result(proc: subprocess.Popen[str], timeout_s: float = 180.0) -> dict[str, int]:
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError(f"the oneDNN verbose probe did not finish within {timeout_s:g} s") from None
+    if "tf_cnn-probe-done" not in stdout:
+        tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"the oneDNN verbose probe failed (exit {proc.returncode}): {tail[0][:200]}")
+    return dict(count_executions(stdout))
 
 
 def count_executions(log: str) -> collections.Counter[str]:
