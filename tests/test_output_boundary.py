@@ -11,7 +11,7 @@ import pytest
 
 from conftest import read_jsonl
 from fixtures.hostile_plugins import loud_plugin
-from fixtures.output_family import (PAYLOADS, junit_breaches, markdown_breaches, probes, run_probe,
+from fixtures.output_family import (PAYLOADS, junit_breaches, probes, run_probe,
                                     terminal_breaches, write_results)
 from harness.safe_text import csv_cell, markdown_cell, one_line, slurm_filename, visible
 

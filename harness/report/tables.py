@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 

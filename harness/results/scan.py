@@ -48,6 +48,7 @@ def _scan_chunk(task: tuple[str, int, int, RowMaker]) -> tuple[list[Any], list[t
     """(rows, [(line index in the chunk, problem)], lines in the chunk, record ids) of one byte range."""
     path, start, end, make_row = task
     rows, problems, index, ids = [], [], 0, []
+    source = escaped_surrogates(path)
     with open(path, "rb") as f:
         f.seek(start)
         while f.tell() < end:
@@ -65,7 +66,7 @@ def _scan_chunk(task: tuple[str, int, int, RowMaker]) -> tuple[list[Any], list[t
             if record is None:
                 problems.append((index, f"{problem}; line skipped"))
             else:
-                rows.append(make_row(record, escaped_surrogates(path)))
+                rows.append(make_row(record, source))
                 ids.append(record.id)
     return rows, problems, index, ids
 
@@ -91,9 +92,10 @@ def scan(paths: Iterable[str | pathlib.Path], make_row: RowMaker) -> tuple[list[
     ids = DuplicateIds()
     if total < 2 * CHUNK_BYTES or workers() == 1:
         for f in files:
+            source = escaped_surrogates(str(f))
             for r in iter_records(f, problems):
                 ids.add(r.id, f)
-                rows.append(make_row(r, escaped_surrogates(str(f))))
+                rows.append(make_row(r, source))
         return rows, problems + ids.problems()
     tasks = [(str(f), start, end, make_row) for f in files for start, end in _chunks(f)]
     with multiprocessing.get_context("fork").Pool(workers(), initializer=_leave_signals_to_the_parent) as pool:

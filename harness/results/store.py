@@ -66,14 +66,6 @@ def bounded_json(value: Any, where: str, cut: list[str]) -> Any:
     return value
 
 
-def _has_surrogate(as_json: dict[str, Any]) -> bool:
-    try:
-        json.dumps(as_json, ensure_ascii=False, allow_nan=True).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def _add_reason(as_json: dict[str, Any], note: str) -> None:
     as_json["reason"] = f"{as_json['reason']}; {note}" if as_json.get("reason") else note
 
@@ -115,8 +107,8 @@ def stored_form(record: Record) -> tuple[dict[str, Any], bytes]:
     if cut:
         _add_reason(as_json, f"values over {MAX_TEXT_CHARS // 1024} KiB cut: {', '.join(cut[:8])}"
                              f"{' ...' if len(cut) > 8 else ''}")
-    if _has_surrogate(as_json):
-        bad = escaped_surrogates(surrogate_paths(as_json))
+    bad = escaped_surrogates(surrogate_paths(as_json))
+    if bad:
         as_json = escaped_surrogates(as_json)
         as_json["status"] = "failed" if as_json.get("status") == "ok" else as_json.get("status")
         _add_reason(as_json, f"text that is not valid Unicode (a lone surrogate) at {', '.join(bad[:8])}"
