@@ -57,7 +57,7 @@ def test_the_command_line_checker_passes_it_with_the_absolute_ruleset(tmp_path) 
     path = write_log(tmp_path)
     r = subprocess.run([sys.executable, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
                         "--ruleset", "6.1.0", "--config", str(RULES_DIR / "common.yaml"), str(path)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0 and "SUCCESS" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
