@@ -31,7 +31,10 @@ def test_capture_writes_info_records_and_manifest_then_resumes(harness_cli, tmp_
     assert manifest["ended"] == "complete" and manifest["records"] == {"ok": 1}
     assert manifest["note"] == "test machine" and manifest["suites"] == [str(suite)]
     assert manifest["runs"] == [{"what": f"--suite {suite}", "exit": 0}]   # the suite has the roofline
-    assert info["hardware"]["cpu"]["model"] in manifest["machine"]
+    # the machine is named by its identity (the label, e.g. "Intel Xeon (icelake+AMX), 2 vCPU, VM" for a
+    # VM whose CPU string is the generic "Intel(R) Xeon(R) Processor"), not by the raw CPU string
+    assert manifest["machine"] == identity(info["hardware"])["label"]
+    assert manifest["machine_key"] == identity(info["hardware"])["key"]
     assert [r["workload"]["name"] for r in read_jsonl(out / "results" / "results.jsonl")] == ["roofline"]
     assert (out / "README.txt").is_file()
 
