@@ -27,7 +27,7 @@ def test_train_and_test_images_share_templates_and_are_deterministic() -> None:
 @pytest.mark.slow
 def test_three_math_paths_in_one_run_with_the_proof_of_what_ran(harness_cli, tmp_path) -> None:
     r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--param", "math=onednn,eigen_onednn_gemm,eigen",
-                    "--repeats", "3", "--out", str(tmp_path))
+                    "--repeats", "2", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     records = read_jsonl(tmp_path / "results.jsonl")
     # the baseline (eigen) runs first whatever the order of the sweep, so the claim is evaluated
@@ -88,13 +88,13 @@ def test_the_verbose_log_is_counted_by_primitive_kind() -> None:
 @pytest.mark.tf
 @pytest.mark.mpi
 def test_two_ranks_average_gradients_through_the_profiled_comm(harness_cli, tmp_path) -> None:
-    r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--ranks", "2", "--repeats", "3",
+    r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--ranks", "2", "--repeats", "2",
                     "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     rec = read_jsonl(tmp_path / "results.jsonl")[0]
     assert rec["metrics"]["replicas_identical"] is True
     steps = rec["params"]["steps"]
-    assert rec["comm"]["ops"]["Allreduce"]["calls"] == 2 * 3 * steps  # one per step per rank
+    assert rec["comm"]["ops"]["Allreduce"]["calls"] == 2 * 2 * steps  # one per step per rank and repeat
     per_call = rec["comm"]["ops"]["Allreduce"]["bytes"] / rec["comm"]["ops"]["Allreduce"]["calls"]
     assert per_call > 10_000  # the whole float32 gradient of the model in one message
 
@@ -103,7 +103,7 @@ def test_two_ranks_average_gradients_through_the_profiled_comm(harness_cli, tmp_
 @pytest.mark.slow
 def test_mkl_backend_fails_a_case_that_switched_onednn_off(harness_cli, tmp_path) -> None:
     r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--backend", "mkl", "--param", "onednn=off",
-                    "--repeats", "3", "--out", str(tmp_path))
+                    "--repeats", "1", "--warmup", "0", "--out", str(tmp_path))
     rec = read_jsonl(tmp_path / "results.jsonl")[0]
     if rec["status"] == "skipped":
         pytest.skip(rec["reason"])
