@@ -33,8 +33,8 @@ def test_capture_writes_info_records_and_manifest_then_resumes(harness_cli, tmp_
     assert manifest["runs"] == [{"what": f"--suite {suite}", "exit": 0}]   # the suite has the roofline
     # the machine is named by its identity (the label, e.g. "Intel Xeon (icelake+AMX), 2 vCPU, VM" for a
     # VM whose CPU string is the generic "Intel(R) Xeon(R) Processor"), not by the raw CPU string
-    assert manifest["machine"] == identity(info["hardware"])["label"]
-    assert manifest["machine_key"] == identity(info["hardware"])["key"]
+    me = identity(info["hardware"])
+    assert manifest["machine"] == me["label"] and manifest["machine_key"] == me["key"]
     assert [r["workload"]["name"] for r in read_jsonl(out / "results" / "results.jsonl")] == ["roofline"]
     assert (out / "README.txt").is_file()
 
