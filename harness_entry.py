@@ -17,7 +17,7 @@ def main() -> int:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not where the shell ignores it
             signal.signal(signal.SIGINT, raise_interrupted)
         from harness.cli import main as cli_main
+        return cli_main()   # catches its own interrupts; this catches one in the instant before
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return 130
-    return cli_main()

@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not where the shell ignores it
         signal.signal(signal.SIGINT, raise_interrupted)
-    parser = build_parser()
     try:
+        parser = build_parser()     # inside the try: a Ctrl-C while the verbs register is one line too
         check_interrupted()     # a Ctrl-C during the imports that something swallowed
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

@@ -126,6 +126,24 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_130_without_a_traceback(harness_
     assert "Traceback" not in err and "harness: interrupted" in err
 
 
+def test_a_ctrl_c_while_the_verbs_register_exits_130_with_one_line(monkeypatch, capsys) -> None:
+    """The window that once printed a traceback (CI, stop 50): the signal's exception raised inside
+    ``build_parser``, after the imports and before the command's own ``try``."""
+    from harness import cli
+    from harness.errors import Interrupted
+
+    def interrupted_while_registering():
+        raise Interrupted(signal.SIGINT, from_signal=True)
+    monkeypatch.setattr(cli, "build_parser", interrupted_while_registering)
+    monkeypatch.setattr(signal, "signal", lambda *a: None)     # leave pytest's own handlers alone
+    try:
+        code = cli.main(["list"])
+    except KeyboardInterrupt:   # escaping here would end the whole pytest session
+        pytest.fail("the interrupt escaped harness.cli.main")
+    assert code == 130
+    assert capsys.readouterr().err.strip() == "harness: interrupted by SIGINT"
+
+
 SWALLOWS_CTRL_C = """
 import os, pathlib, time
 pathlib.Path(os.environ["SWALLOW_MARK"]).write_text("importing")
