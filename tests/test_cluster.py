@@ -70,13 +70,16 @@ def wait_for_records(out: pathlib.Path, seconds: float, after: str) -> list[dict
 
 
 @contextlib.contextmanager
-def slurm_cluster(nodes: int):
-    """N namespace nodes up for the block, and everything they made removed after it."""
+def slurm_cluster(nodes: int, cpus: int = 1, slurmd_timeout_s: int = 30):
+    """N namespace nodes of ``cpus`` CPUs each (at most the host's) up for the block, and
+    everything they made removed after it; a node silent for ``slurmd_timeout_s`` is marked DOWN."""
     why = _unavailable()
     if why:
         pytest.skip(why)
     t0 = time.monotonic()
-    up = subprocess.run(["bash", str(HERE / "cluster-up.sh")], env=dict(os.environ, N=str(nodes)),
+    env = dict(os.environ, N=str(nodes), CPUS=str(min(cpus, os.cpu_count() or 1)),
+               SLURMD_TIMEOUT=str(slurmd_timeout_s))
+    up = subprocess.run(["bash", str(HERE / "cluster-up.sh")], env=env,
                         capture_output=True, text=True, timeout=180)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -90,8 +93,23 @@ def slurm_cluster(nodes: int):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with slurm_cluster(2):
+    """Two nodes of two CPUs: the one-CPU job that sleeps into its time limit leaves room for the
+    two-node jobs (one rank a node) of the other tests, which run meanwhile."""
+    with slurm_cluster(2, cpus=2):
         yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def job_past_its_time_limit(cluster, harness_cli, tmp_path_factory):
+    """Submitted as the module starts, so that Slurm's one-minute limit (its smallest) runs out
+    while the other tests run; the test at the end of the module reads what it left."""
+    out = tmp_path_factory.mktemp("time-limit") / "out"
+    proc = harness_cli.popen("submit", "--workload", "fault_slow", "--param", "seconds=300", "--repeats", "1",
+                             "--warmup", "0", "--threads", "1", "--time", "1", "--wait", "--out", str(out))
+    yield proc, out
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
 
 
 def test_submit_waits_for_a_two_node_job_whose_traffic_crosses_the_link(cluster, harness_cli, tmp_path) -> None:
@@ -133,18 +151,6 @@ def test_a_job_cancelled_mid_case_leaves_a_record_with_the_reason(cluster, harne
     assert rec["resources"]["slurm_job_id"] == job
 
 
-def test_a_job_past_its_time_limit_leaves_a_record_with_the_reason(cluster, harness_cli, tmp_path) -> None:
-    """Slurm ends the job at --time 1 (one minute) with SIGTERM, then SIGKILL after KillWait (5 s):
-    the case running then is recorded as interrupted, and the harness reports nothing else wrong."""
-    out = tmp_path / "out"
-    r = harness_cli("submit", "--workload", "fault_slow", "--param", "seconds=300", "--repeats", "1", "--warmup",
-                    "0", "--threads", "1", "--time", "1", "--wait", "--out", str(out), timeout=300)
-    assert r.returncode == 1, r.stdout + r.stderr                   # the job failed: its case did
-    (rec,) = read_jsonl(out / "results.jsonl")
-    assert rec["status"] == "failed" and rec["reason"].startswith("interrupted by SIGTERM"), rec["reason"]
-    assert 55 < rec["duration_s"] < 150
-    log = next(out.glob("slurm-*.out")).read_text()
-    assert "DUE TO TIME LIMIT" in log or "time limit" in log.lower(), log[-2000:]
 
 @contextlib.contextmanager
 def shaped_link(rate: str, delay_us: str):
@@ -250,3 +256,17 @@ def test_psgd_svm_msf_claims_hold_with_a_real_network_cost(cluster, harness_cli,
     # while a claim is inconclusive: one repeat disturbed by other load on this VM can open the interval)
     judged = {c["metric"]: c["status"] for c in shaped[64]["claims"]}
     assert judged["comm_s"] == "pass" and judged["train_s"] == "pass", shaped[64]["claims"]
+
+
+def test_a_job_past_its_time_limit_leaves_a_record_with_the_reason(job_past_its_time_limit) -> None:
+    """Slurm ends the job at --time 1 (one minute) with SIGTERM, then SIGKILL after KillWait (5 s):
+    the case running then is recorded as interrupted, and the harness reports nothing else wrong.
+    (Last in the module: the job was submitted when the module started.)"""
+    proc, out = job_past_its_time_limit
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 1, stdout + stderr                  # the job failed: its case did
+    (rec,) = read_jsonl(out / "results.jsonl")
+    assert rec["status"] == "failed" and rec["reason"].startswith("interrupted by SIGTERM"), rec["reason"]
+    assert 55 < rec["duration_s"] < 150
+    log = next(out.glob("slurm-*.out")).read_text()
+    assert "DUE TO TIME LIMIT" in log or "time limit" in log.lower(), log[-2000:]

@@ -21,7 +21,7 @@ def _kill_node(node: str) -> int:
 
 def test_a_node_killed_mid_step_leaves_a_record_with_the_reason(harness_cli, tmp_path) -> None:
     out = tmp_path / "out"
-    with slurm_cluster(2):
+    with slurm_cluster(2, slurmd_timeout_s=10):    # the node is DOWN ~10 s after it dies
         r = harness_cli("submit", "--workload", "fault_slow", "--param", "seconds=300", "--ranks", "2", "--nodes",
                         "2", "--threads", "1", "--repeats", "1", "--warmup", "0", "--launcher-arg=--mpi=pmi2",
                         "--time", "10", "--out", str(out), env=MPI_ENV)

@@ -6,7 +6,8 @@ set -euo pipefail
 N=${N:-2}                 # number of nodes (1..9)
 BASE=${BASE:-/tmp/slurmns}
 UTS=${UTS:-1}             # 1: each node also gets its own UTS ns (hostname nX)
-CPUS=${CPUS:-1}
+CPUS=${CPUS:-1}           # CPUs per node (at most the host's)
+SLURMD_TIMEOUT=${SLURMD_TIMEOUT:-30}   # seconds before an unresponsive node is marked DOWN
 mkdir -p $BASE/{state,log,run}
 # 1. munge (key is created by the Debian package; create one if missing)
 [ -s /etc/munge/munge.key ] || runuser -u munge -- mungekey --create
@@ -52,7 +53,7 @@ ReturnToService=2
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MailProg=/bin/true
-SlurmdTimeout=30
+SlurmdTimeout=$SLURMD_TIMEOUT
 InactiveLimit=0
 KillWait=5
 MinJobAge=60
