@@ -33,6 +33,7 @@ Status = Literal["pass", "fail", "inconclusive", "not_evaluated", "not_applicabl
 STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated", "not_applicable",
                                 "premise_absent")
 KINDS = ("continuous", "proportion", "bounded")
+CONTROL_KINDS = ("ablation", "sanity")
 # Replicates that are all equal give a zero-width interval: it decides only from this many. Why 5:
 # 5 equal outcomes of 5 bound the share of runs that would come out otherwise below 45 % (one-sided
 # 95 %, Clopper-Pearson: 1 - 0.05 ** (1/5)); 3 equal ones only below 63 %, "most runs" not shown.
@@ -136,17 +137,28 @@ class Control:
     ``baseline`` gives the baseline case's params the same way; default: ``params`` with the
     claim's ``relative_to`` swapped in. A control is judged with the claim's ``when`` and
     baseline rules set aside: it deliberately breaks the premise the claim relies on.
+
+    ``kind`` says what its failing shows: ``"ablation"`` removes only the paper's mechanism (the
+    same msf with communication made free: a speed-up that survives is not the mechanism's), so
+    a pass under it would say the claim measures something else; ``"sanity"`` (the default)
+    breaks the case outright or compares a case with itself (no training, inverted labels, A/A),
+    which shows only that the check can fail.
     """
 
     params: dict[str, Any]
     why: str
     baseline: dict[str, Any] | None = None
+    kind: str = "sanity"
+
+    def __post_init__(self) -> None:
+        if self.kind not in CONTROL_KINDS:
+            raise ValueError(f"Control kind must be one of {', '.join(CONTROL_KINDS)}, not {self.kind!r}")
 
     def baseline_params(self, relative_to: dict[str, Any]) -> dict[str, Any]:
         return dict(self.baseline) if self.baseline is not None else {**self.params, **relative_to}
 
     def to_json(self) -> dict[str, Any]:
-        return {"params": dict(self.params), "why": self.why,
+        return {"params": dict(self.params), "why": self.why, "kind": self.kind,
                 "baseline": None if self.baseline is None else dict(self.baseline)}
 
 
@@ -573,6 +585,7 @@ class ControlOutcome:
     why: str
     verdict: ClaimVerdict | None = None
     problem: str = ""                 # the control or baseline case did not run ok: why
+    kind: str = ""                    # the control's kind (ablation / sanity); "" where none is declared
 
     @property
     def caught(self) -> bool:

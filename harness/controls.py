@@ -1,10 +1,11 @@
 """Claims that can fail, shown: plan and judge the control case of every claim.
 
-A claim's :class:`~harness.claims.Control` names a case (params on top of the workload's
-``smoke`` size) under which the claim must come out ``fail``. ``harness controls`` runs each
-control case (and, for a relative claim, its baseline case) through the ordinary protocol, then
-judges the claim on it with :meth:`Claim.evaluate_control`. A claim that passes under its own
-control cannot tell a working reproduction from a broken one.
+A claim's :class:`~harness.claims.Control` names a case (params on top of a size of the
+workload) under which the claim must come out ``fail``. ``harness controls`` runs each control
+case (and, for a relative claim, its baseline case) through the ordinary protocol, then judges
+the claim on it with :meth:`Claim.evaluate_control`. A claim that passes under its own control
+cannot tell a working reproduction from a broken one. Controls run where the verdict is made,
+each workload's default size (suite all's), unless a size is named (``smoke`` in CI).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from harness.registry import Registry
 from harness.results.record import ControlRole, Record
 from harness.workload import Workload
 
-CONTROL_SIZE = "smoke"
+DEFAULT_SIZE = "default"     # each workload's default size: where suite all makes the verdicts
 
 
 @dataclass
@@ -33,15 +34,25 @@ class ControlPlan:
     baseline: Case | None
 
 
-def _case(workload: Workload, overrides: dict[str, Any], backend: str | None, repeats: int | None,
+def control_size(workload: Workload, size: str) -> str:
+    """The size a workload's controls run at: ``size``, or the workload's default for ``"default"``."""
+    if size == DEFAULT_SIZE:
+        return workload.default_size
+    if size not in workload.sizes:
+        raise UsageError(f"--size {size!r}: workload {workload.name!r} has sizes {', '.join(workload.sizes)}; "
+                         f"name one of them, or leave --size out for each workload's default")
+    return size
+
+
+def _case(workload: Workload, overrides: dict[str, Any], size: str, backend: str | None, repeats: int | None,
           warmup: int | None, timeout: float) -> Case:
     params = dict(overrides)
     ranks = int(params.pop("ranks", workload.default_ranks))
     declared = int(params.pop("repeats", 0))   # a control that needs n replicates to fail (proportions)
     threads = int(params.pop("threads", 0)) or default_threads(ranks)
-    resolved = workload.resolve_params(CONTROL_SIZE, params)
+    resolved = workload.resolve_params(size, params)
     check_params(workload, resolved)
-    return Case(workload=workload.name, size=CONTROL_SIZE, params=resolved, backend=backend, ranks=ranks,
+    return Case(workload=workload.name, size=size, params=resolved, backend=backend, ranks=ranks,
                 threads=threads,
                 repeats=max(declared, repeats or min(3, workload.default_repeats or 3)),
                 warmup=warmup if warmup is not None else (1 if workload.default_warmup is None
@@ -51,19 +62,21 @@ def _case(workload: Workload, overrides: dict[str, Any], backend: str | None, re
 
 def plan_controls(registry: Registry, workloads: list[str], backend: str | None = None,
                   repeats: int | None = None, warmup: int | None = None,
-                  timeout: float = 900.0) -> tuple[list[ControlPlan], list[ControlOutcome]]:
-    """(the controls to run, the claims that declare none) for the named workloads."""
+                  timeout: float = 900.0, size: str = DEFAULT_SIZE) -> tuple[list[ControlPlan], list[ControlOutcome]]:
+    """(the controls to run, the claims that declare none) for the named workloads, at ``size``
+    (a size name, or ``"default"``: each workload's own)."""
     plans, undeclared = [], []
     for name in workloads:
         workload = registry.workload(name)
+        at = control_size(workload, size)
         for claim in workload.claims:
             control = claim.control
             if control is None:
                 undeclared.append(ControlOutcome(name, claim.text, "", problem="no control declared"))
                 continue
             try:
-                case = _case(workload, control.params, backend, repeats, warmup, timeout)
-                baseline = (_case(workload, control.baseline_params(claim.relative_to), backend, repeats,
+                case = _case(workload, control.params, at, backend, repeats, warmup, timeout)
+                baseline = (_case(workload, control.baseline_params(claim.relative_to), at, backend, repeats,
                                   warmup, timeout) if claim.relative_to else None)
             except UsageError as exc:
                 raise UsageError(f"workload {name!r}, claim {claim.text!r}: its control is invalid: {exc}") from None
@@ -77,6 +90,7 @@ def cases_in_order(plans: list[ControlPlan]) -> list[tuple[Case, ControlRole]]:
     cases: dict[str, Case] = {}
     claims: dict[str, list[str]] = {}
     whys: dict[str, list[str]] = {}
+    kinds: dict[str, list[str]] = {}
     is_control: set[str] = set()
     is_baseline: set[str] = set()
     for plan in plans:
@@ -86,6 +100,7 @@ def cases_in_order(plans: list[ControlPlan]) -> list[tuple[Case, ControlRole]]:
             cases.setdefault(case.case_id, case)
             claims.setdefault(case.case_id, []).append(plan.claim.text)
             whys.setdefault(case.case_id, []).append(plan.claim.control.why)
+            kinds.setdefault(case.case_id, []).append(plan.claim.control.kind)
             (is_control if role == "control" else is_baseline).add(case.case_id)
 
     def rank(case_id: str) -> int:
@@ -93,7 +108,8 @@ def cases_in_order(plans: list[ControlPlan]) -> list[tuple[Case, ControlRole]]:
 
     return [(cases[cid], ControlRole(claim="; ".join(dict.fromkeys(claims[cid])),
                                      role="control" if cid in is_control else "baseline",
-                                     why="; ".join(dict.fromkeys(whys[cid]))))
+                                     why="; ".join(dict.fromkeys(whys[cid])),
+                                     kind="; ".join(dict.fromkeys(kinds[cid]))))
             for cid in sorted(cases, key=rank)]
 
 
@@ -101,8 +117,9 @@ def judge(plan: ControlPlan, records: dict[str, Record], workload: Workload,
           confidence: float = DEFAULT_CONFIDENCE) -> ControlOutcome:
     """The claim's verdict on its control case, given the run's records by case id: decided the
     same way as in a run (an interval at ``confidence``), so only a ``fail`` catches."""
-    why = plan.claim.control.why if plan.claim.control else ""
-    outcome = ControlOutcome(plan.workload, plan.claim.text, why)
+    control = plan.claim.control
+    outcome = ControlOutcome(plan.workload, plan.claim.text, control.why if control else "",
+                             kind=control.kind if control else "")
     for case, role in ((plan.case, "control"), (plan.baseline, "baseline")):
         if case is None:
             continue

@@ -39,3 +39,34 @@ def test_buffer_sizes() -> None:
     assert buffer_nbytes(np.zeros(4, dtype=np.float32)) == 16
     assert buffer_nbytes(bytearray(7)) == 7
     assert buffer_nbytes(None) == 0
+
+
+class _CountingHook:
+    """Stands in for the PMPI hook: its counters grow only when told."""
+
+    def __init__(self) -> None:
+        self.counters = [0, 0, 0]
+
+    def snapshot(self) -> tuple[int, int, int]:
+        return tuple(self.counters)
+
+
+def test_calls_made_past_the_wrapper_are_counted_once() -> None:
+    """A compiled loop's own tally (numba-mpi calls) reaches the profile and the comm phase; where
+    the PMPI hook saw those calls itself, they are not added a second time."""
+    clock = PhaseClock()
+    comm = ProfiledComm(MPI.COMM_SELF, clock)
+    with clock.phase("compute"):
+        with comm.calls_outside("Allreduce") as tally:
+            tally += (3, 48, 0.002)
+    assert comm.profile()["Allreduce"] == {"calls": 3, "bytes": 48, "seconds": pytest.approx(0.002)}
+    assert clock.take()["comm"]["count"] == 3
+    comm.reset()
+    assert comm.profile() == {}
+
+    hook = _CountingHook()
+    hooked = ProfiledComm(MPI.COMM_SELF, PhaseClock(), hook=hook)
+    with hooked.calls_outside("Allreduce") as tally:
+        tally += (3, 48, 0.002)
+        hook.counters[:] = [3, 48, 2_000_000]       # the hook counted them in C
+    assert hooked.profile()["Allreduce"]["calls"] == 3

@@ -11,8 +11,9 @@ import math
 import pytest
 
 from conftest import read_jsonl
-from harness.claims import Claim
+from harness.claims import CONTROL_KINDS, Claim
 from harness.controls import judge, plan_controls
+from harness.errors import UsageError
 from harness.registry import build_registry
 from harness.results.store import read_records
 
@@ -40,6 +41,34 @@ def test_every_builtin_workload_is_covered_and_every_claim_declares_a_valid_cont
         assert (plan.baseline is None) == (plan.claim.relative_to is None)
 
 
+def test_controls_run_where_the_verdict_is_made_unless_a_size_is_named() -> None:
+    """By default each workload's controls run at its default size (suite all's, where its
+    verdicts are made); a named size is taken for every workload, and one a workload lacks is bad input."""
+    plans, _ = plan_controls(REGISTRY, BUILTIN)
+    for plan in plans:
+        assert plan.case.size == REGISTRY.workload(plan.workload).default_size
+    smoke, _ = plan_controls(REGISTRY, BUILTIN, size="smoke")
+    assert {plan.case.size for plan in smoke} == {"smoke"}
+    with pytest.raises(UsageError, match="--size 'huge'.*has sizes"):
+        plan_controls(REGISTRY, ["psgd_svm"], size="huge")
+
+
+def test_the_mechanism_claims_have_ablations_and_every_control_says_its_kind() -> None:
+    """An ablation removes only the paper's mechanism (issue 43): psgd_svm's speed-up must vanish
+    when communication is free, its comm reduction when msf=64 sends msf=1's traffic."""
+    plans, _ = plan_controls(REGISTRY, BUILTIN)
+    kinds = {(plan.workload, plan.claim.metric): plan.claim.control.kind for plan in plans}
+    assert set(kinds.values()) <= set(CONTROL_KINDS)
+    assert kinds[("psgd_svm", "train_s")] == kinds[("psgd_svm", "comm_s")] == "ablation"
+    by_metric = {plan.claim.metric: plan for plan in plans if plan.workload == "psgd_svm"}
+    speed = by_metric["train_s"]
+    assert speed.case.params["comm"] == speed.baseline.params["comm"] == "free"
+    assert (speed.case.params["msf"], speed.baseline.params["msf"]) == (64, 1)
+    assert sum(kind == "ablation" for kind in kinds.values()) >= 10
+    with pytest.raises(ValueError, match="Control kind"):
+        dataclasses.replace(speed.claim.control, kind="placebo")
+
+
 def _params() -> list:
     out = []
     for name in BUILTIN:
@@ -59,7 +88,7 @@ def control_runs(harness_cli, tmp_path_factory):
     def get(workload: str):
         if workload not in cache:
             out = tmp_path_factory.mktemp(f"controls-{workload}")
-            proc = harness_cli("controls", "--workload", workload, "--out", str(out), timeout=900)
+            proc = harness_cli("controls", "--workload", workload, "--size", "smoke", "--out", str(out), timeout=900)
             cache[workload] = (proc, out)
         return cache[workload]
     return get
@@ -76,6 +105,9 @@ def test_builtin_claim_fails_under_its_control(control_runs, workload: str, clai
                 if c["control"] is not None and _text(c) == claim_text]
     assert len(verdicts) == 1, f"no control verdict for {claim_text!r} in {out}"
     (verdict,) = verdicts
+    kind = REGISTRY.workload(workload).claims[[c.text for c in REGISTRY.workload(workload).claims].index(claim_text)].control.kind
+    assert verdict["control"]["kind"] == kind
+    assert any(kind in r["control"]["kind"].split("; ") for r in records if r["control"]["role"] == "control")
     assert verdict["status"] == "fail", (f"{workload}: {claim_text} is {verdict['status']} under its control "
                                          f"({verdict['control']['why']}): measured {verdict['measured']}")
 

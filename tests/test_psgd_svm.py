@@ -210,3 +210,36 @@ def test_one_shot_averaging_on_one_class_per_rank(harness_cli, tmp_path) -> None
     assert claim["status"] == "not_applicable"    # msf=0 is not a claimed case (the control judges it)
     worse = [one_shot["replicates"]["final_objective"][k] / base["replicates"]["final_objective"][k] for k in "012"]
     assert min(worse) > 1.01, worse
+
+
+@pytest.mark.mpi
+def test_the_ablations_keep_the_algorithm_and_change_only_its_traffic(harness_cli, tmp_path) -> None:
+    """comm=per_sample makes msf=7 send msf=1's Allreduce calls; comm=free sends none until the one
+    average at the end; both count exactly what they send, and both end with one shared model."""
+    r = harness_cli("run", "--workload", "psgd_svm", "--size", "smoke", "--ranks", "2", "--param", "msf=7",
+                    "--param", "comm=mpi,per_sample,free", "--repeats", "1", "--warmup", "0", "--out", str(tmp_path))
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    by_comm = {rec["params"]["comm"]: rec["metrics"] for rec in read_jsonl(tmp_path / "results.jsonl")}
+    n_local = 3200 // 2
+    for comm, per_epoch in (("mpi", -(-n_local // 7) + 1), ("per_sample", n_local + 1), ("free", 0)):
+        m = by_comm[comm]
+        expected = 1 + m["epochs"] * per_epoch + (comm == "free")
+        assert m["allreduce_calls"] == m["expected_allreduce_calls"] == expected, comm
+        assert m["model_spread"] == 0.0, comm
+    assert by_comm["mpi"]["comm_s"] < by_comm["per_sample"]["comm_s"]
+    # per_sample's extra Allreduces are traffic only: the model is the algorithm's, bit for bit
+    assert by_comm["per_sample"]["final_objective"] == by_comm["mpi"]["final_objective"]
+
+
+@pytest.mark.mpi
+def test_one_rank_decides_no_communication_claim(harness_cli, tmp_path) -> None:
+    """With no partner rank there is nothing to communicate: msf=64's comm reduction and speed-up
+    over msf=1 are not applicable on one rank (issue 43: they once passed there, from compute alone)."""
+    r = harness_cli("run", "--workload", "psgd_svm", "--size", "smoke", "--ranks", "1", "--param", "msf=1,64",
+                    "--repeats", "3", "--out", str(tmp_path))
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    (rec,) = [rec for rec in read_jsonl(tmp_path / "results.jsonl") if rec["params"]["msf"] == 64]
+    verdicts = {c["metric"]: c for c in rec["claims"]}
+    for metric in ("comm_s", "train_s"):
+        assert verdicts[metric]["status"] == "not_applicable", verdicts[metric]
+        assert "ranks >= 2" in verdicts[metric]["reason"]

@@ -16,7 +16,7 @@ from harness.claims import ControlOutcome
 from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table, warn,
                                      warn_problems)
 from harness.commands.run import check_protocol_options, decision_budget
-from harness.controls import ControlPlan, cases_in_order, judge, plan_controls
+from harness.controls import DEFAULT_SIZE, ControlPlan, cases_in_order, judge, plan_controls
 from harness.decide import DEFAULT_BUDGET_S, Budget
 from harness.execute import Session
 from harness.intervals import level_text
@@ -32,15 +32,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "controls", help="run each claim's control case and check that the claim fails there",
         description="A claim is only worth recording if it can fail. Every claim may name a control "
-                    "(params at size smoke) under which it must come out 'fail'; this runs those cases "
+                    "(params on top of a size) under which it must come out 'fail'; this runs those cases "
                     "(and the baselines of relative claims) and judges each claim on its control, with "
                     "the same intervals as a run: only a claim decided 'fail' (its whole interval on the "
                     "failing side) is caught; an inconclusive one proves nothing, so a control case whose "
                     "claims are inconclusive gets more repeats first (--max-repeats, --budget). "
                     "Exit status 0: every control made its claim fail; 1: some claim passed or stayed "
                     "inconclusive under its control, could not be judged, or (with --strict) declares "
-                    "no control.")
+                    "no control. A control is an 'ablation' (it removes only the paper's mechanism, so a "
+                    "pass there would mean the claim measures something else) or a 'sanity' check (it "
+                    "breaks the case outright, or compares a case with itself); both are reported.")
     p.add_argument("--workload", help="workload names separated by commas (default: every registered one)")
+    p.add_argument("--size", default=DEFAULT_SIZE,
+                   help="where the controls run: a size name (smoke, small, paper) or 'default', each "
+                        "workload's default size, where `run --suite all` makes its verdicts (the default; "
+                        "smoke is the quick check CI runs)")
     p.add_argument("--backend", help="compute backend to request for every control case")
     p.add_argument("--repeats", type=int, help="measured repeats per case (default: min(3, the workload's))")
     p.add_argument("--warmup", type=int, help="warmup repeats per case (default: the workload's)")
@@ -66,7 +72,7 @@ def _outcome_row(o: ControlOutcome) -> list[str]:
     v = o.verdict
     if v is None:
         result = "NO CONTROL" if o.problem == "no control declared" else "NOT JUDGED"
-        return [o.workload, o.claim, o.why, "", "", result + (f": {o.problem}" if o.problem else "")]
+        return [o.workload, o.claim, o.kind, o.why, "", "", result + (f": {o.problem}" if o.problem else "")]
     if o.caught:
         result = "caught (decided fail under its control)"
     elif o.inconclusive:
@@ -75,7 +81,7 @@ def _outcome_row(o: ControlOutcome) -> list[str]:
         result = f"NOT CAUGHT: the claim is {v.status} under its control"
     if v.reason:
         result += f" ({v.reason})"
-    return [o.workload, o.claim, o.why, v.status, measured_text(v), result]
+    return [o.workload, o.claim, o.kind, o.why, v.status, measured_text(v), result]
 
 
 CONTROL_MAX_REPEATS = 12
@@ -93,7 +99,8 @@ def main(args: argparse.Namespace) -> int:
         reg.workload(n)
     if args.backend:
         reg.backend(args.backend)
-    plans, undeclared = plan_controls(reg, names, args.backend, args.repeats, args.warmup, args.timeout)
+    plans, undeclared = plan_controls(reg, names, args.backend, args.repeats, args.warmup, args.timeout,
+                                      size=args.size)
     out = prepare_out(args.out)
     fp, profile, profile_data = machine()
     run_id = "controls-" + _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
@@ -101,7 +108,8 @@ def main(args: argparse.Namespace) -> int:
                       profile_data=profile_data, confidence=args.confidence)
     locks = (lock_out(out, exclusive=False), claim_work_dir(session.work_dir))  # noqa: F841 - held to the end
     todo = cases_in_order(plans)
-    console.print(f"{len(plans)} control(s) of {len(names)} workload(s): {len(todo)} case(s) at size smoke "
+    sizes = ", ".join(sorted({case.size for case, _ in todo})) or "-"
+    console.print(f"{len(plans)} control(s) of {len(names)} workload(s): {len(todo)} case(s) at size {sizes} "
                   f"-> {out / RESULTS_NAME}")
     loop = ControlLoop(session, out / RESULTS_NAME, console, budget, plans, todo)
     loop.run([case for case, _ in todo])
@@ -157,7 +165,7 @@ class ControlLoop(RunLoop):
 def _conclude(args: argparse.Namespace, results: list[ControlOutcome], n_plans: int,
               undeclared: list[ControlOutcome]) -> int:
     """The table of claims under their controls, and the exit status."""
-    outcomes_table = table("claims under their controls", "workload", "claim", "control", "verdict",
+    outcomes_table = table("claims under their controls", "workload", "claim", "kind", "control", "verdict",
                            "measured", "result")
     for o in results:
         outcomes_table.add_row(*map(escape, _outcome_row(o)))
@@ -165,7 +173,11 @@ def _conclude(args: argparse.Namespace, results: list[ControlOutcome], n_plans: 
     caught = sum(o.caught for o in results)
     undecided = sum(o.inconclusive for o in results)
     bad = [o for o in results if not o.caught and (o.verdict is not None or o.problem != "no control declared")]
+    ablations = [o for o in results if o.kind == "ablation"]
     console.print(f"controls: {caught} of {n_plans} claim(s) decided fail under their control"
+                  + f" ({sum(o.caught for o in ablations)} of {len(ablations)} ablation(s) of the paper's "
+                    f"mechanism, {caught - sum(o.caught for o in ablations)} of {n_plans - len(ablations)} "
+                    "sanity check(s))"
                   + (f"; {undecided} inconclusive" if undecided else "")
                   + (f"; {len(undeclared)} claim(s) declare no control" if undeclared else "")
                   + f" ({level_text(args.confidence)} intervals)")

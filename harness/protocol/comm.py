@@ -17,8 +17,9 @@ communicator). ``profiler`` says which of the two counts Allreduce.
 """
 from __future__ import annotations
 
+import contextlib
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from time import perf_counter_ns
 from typing import Any
 
@@ -172,6 +173,7 @@ class ProfiledComm:
                 setattr(self, op, _buffer_op(getattr(comm, op), self._stats[op], clock, in_place, *spec))
         self._hook = hook
         self._hook_base = (0, 0, 0)
+        self._outside: dict[str, list[int]] = {}   # calls made past this wrapper, counted by their caller
         self.profiler = "python"
         if hook is not None:
             self.Allreduce = comm.Allreduce
@@ -194,6 +196,7 @@ class ProfiledComm:
         """Forget the counts (called when warmup ends); the wrappers keep their stats lists."""
         for s in self._stats.values():
             s[0], s[1], s[2] = 0, 0, 0
+        self._outside.clear()
         if self._hook is not None:
             self._hook_base = self._hook.snapshot()
 
@@ -201,8 +204,32 @@ class ProfiledComm:
         """[calls, bytes, ns] of one op since the last reset, from C where the hook counts it."""
         if op == "Allreduce" and self._hook is not None:
             now, base = self._hook.snapshot(), self._hook_base
-            return [now[0] - base[0], now[1] - base[1], now[2] - base[2]]
-        return self._stats[op]
+            counted = [now[0] - base[0], now[1] - base[1], now[2] - base[2]]
+        else:
+            counted = list(self._stats[op])
+        outside = self._outside.get(op)
+        return counted if outside is None else [a + b for a, b in zip(counted, outside)]
+
+    @contextlib.contextmanager
+    def calls_outside(self, op: str) -> Iterator[Any]:
+        """For calls to the MPI library that bypass this wrapper (a compiled loop calling
+        ``MPI_Allreduce`` through numba-mpi): the block fills the yielded float64 tally
+        [calls, bytes, seconds], which is added to ``op``'s counts and to the comm phase, unless
+        the PMPI hook counted those calls itself."""
+        import numpy as np
+
+        tally = np.zeros(3)
+        before = self._hook.snapshot()[0] if self._hook is not None and op == "Allreduce" else None
+        yield tally
+        calls, nbytes, ns = int(tally[0]), int(tally[1]), int(tally[2] * 1e9)
+        if not calls or (before is not None and self._hook.snapshot()[0] - before >= calls):  # type: ignore[union-attr]
+            return
+        counts = self._outside.setdefault(op, [0, 0, 0])
+        counts[0] += calls
+        counts[1] += nbytes
+        counts[2] += ns
+        self.clock.comm_ns += ns
+        self.clock.comm_n += calls
 
     def profile(self) -> dict[str, dict[str, float]]:
         """{op: {"calls", "bytes", "seconds"}} since the last reset, for this rank."""

@@ -144,6 +144,7 @@ class ControlRole:
     claim: str
     role: str          # "control" (the case judged) or "baseline"
     why: str
+    kind: str = ""     # the controls' kinds (ablation / sanity), "; "-joined like claim and why
 
 
 @dataclass

@@ -97,7 +97,7 @@ class BraggUnet(Workload):
                      "2 points is this harness's threshold (docs/workloads/bragg_unet.md)",
               control=Control({"pretrain": "none"},
                               "no pretraining on A: the 'transferred' network starts where the from-scratch "
-                              "one does")),
+                              "one does", kind="ablation")),
     ]
 
     def check_params(self, params: dict[str, Any]) -> None:

@@ -28,7 +28,8 @@ PAPER = "Dinari, Yu, Freifeld, Fisher. Distributed MCMC Inference in DPMMs Using
 # intervals over 3 chains its verdicts stayed inconclusive.)
 SINGLE_CLUSTER = Control({"burnout": 10**6, "repeats": 5},
                          "burn-out longer than the chain: no split move is ever proposed, so the chain stays at "
-                         "its single starting cluster (5 chains: Wilson's interval on 0 of 5 lies below one half)")
+                         "its single starting cluster (5 chains: Wilson's interval on 0 of 5 lies below one half)",
+                         kind="ablation")
 # K is a count per chain, so the K claims are proportions of chains (Wilson's interval), not means:
 # a t-interval on |K - K*| = 0, 0, 1 reached -1.1, and three equal chains gave a zero-width interval
 # that decided. "Most chains" (a share of at least one half) needs 5 of 5 chains to pass at 95 %.
@@ -110,7 +111,7 @@ class Dpmm(Workload):
               when={"k_true": ("==", 1), "application": ("==", "clustering"), "data": ("==", "")},
               control=Control({"k_true": 1, "split_test": "accept", "repeats": 5},
                               "every proposed split taken without its Metropolis-Hastings test: the step that "
-                              "refuses unsupported clusters is gone")),
+                              "refuses unsupported clusters is gone", kind="ablation")),
         Claim("comm_bytes_per_iteration_k1", "<=", 1.10, paper_value="only sufficient statistics travel",
               relative_to={"n": 10000}, transform="ratio",
               when={"n": (">=", 100000), "ranks": (">=", 2), "application": ("==", "clustering")},
@@ -120,7 +121,7 @@ class Dpmm(Workload):
               description="bytes moved per iteration at K = 1 over the N = 1e4 case's, same ranks",
               control=Control({"ranks": 2, "n": 40000, "ship": "labels", "baseline": False},
                               "the master also gathers every point's labels each iteration: traffic grows with N "
-                              "(4x from N = 1e4 to 4e4)")),
+                              "(4x from N = 1e4 to 4e4)", kind="ablation")),
         Claim("iteration_s", ">=", 1.25, paper_value="speed-ups from distribution", relative_to={"ranks": 1},
               transform="speedup", when={"n": (">=", 100000), "application": ("==", "clustering")},
               source="abstract: speed-ups from distributing the sampler; with N >= 1e5, a per-iteration "
@@ -129,7 +130,8 @@ class Dpmm(Workload):
               description="time-per-iteration speed-up against the 1-rank case of the same run",
               # baseline False: the sklearn comparison (34 s at 1e5 points) says nothing about this claim
               control=Control({"ranks": 2, "n": 100000, "replicate": True, "baseline": False},
-                              "every rank holds all 1e5 points: the messages remain, no work is split")),
+                              "every rank holds all 1e5 points: the messages remain, no work is split",
+                              kind="ablation")),
         Claim("psnr_gain_db", ">=", 1.0, paper_value="denoising improves PSNR (no figure in the abstract)",
               source="paper: image-patch application; a 1 dB gain is this harness's threshold (docs/workloads/dpmm.md)",
               description="PSNR of the denoised image minus the noisy one's (dB)",

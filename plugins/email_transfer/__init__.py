@@ -87,7 +87,7 @@ class EmailTransfer(Workload):
               control=Control({"encoder_lr": 0.0, "rival": "frozen_head"},
                               "fine-tuning that adapts nothing (the encoder's rate 0: the head alone learns, "
                               "on the frozen features) against that same head: the encoder's adaptation, "
-                              "the one difference between the arms, removed")),
+                              "the one difference between the arms, removed", kind="ablation")),
         Claim("fine_tune_gain_at_min_n", "<=", -0.01, min_equal_n=3, paper_value="fine-tuning behind below ~300 labels",
               description="macro-F1 of fine-tuned MiniLM minus the fixed feature-based rival at the smallest "
                           "label count, paired over seeds",

@@ -37,7 +37,7 @@ KFAC_LOSES = Claim("test_accuracy", "<=", -0.005, min_equal_n=3, paper_value="na
                           "point is this harness's threshold (docs/workloads/kfac.md)",
                    control=Control({"optimizer": "kfac", "smoothing": "none", "damping": 1e12, "kl_clip": 1e30},
                                    "K-FAC with damping so large (and no KL clipping) that its step is SGD's: "
-                                   "the curvature removed, no difference"))
+                                   "the curvature removed, no difference", kind="ablation"))
 
 
 class Kfac(Workload):
@@ -118,7 +118,7 @@ class Kfac(Workload):
               source="abstract: smoothing the loss function improves large mini-batch K-FAC's generalisation; "
                      "half a point is this harness's threshold (docs/workloads/kfac.md)",
               control=Control({"optimizer": "kfac", "smoothing": "smoothout", "smooth_a": [0.0]},
-                              "SmoothOut with zero amplitude: the same training as plain K-FAC"),
+                              "SmoothOut with zero amplitude: the same training as plain K-FAC", kind="ablation"),
               premise=Premise(KFAC_LOSES, {"smoothing": "none"},
                               "SmoothOut can only recover generalisation that plain K-FAC lost to SGD")),
     ]

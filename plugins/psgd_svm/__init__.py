@@ -31,7 +31,7 @@ class PsgdSvm(Workload):
     paper = PAPER
     description = "Pegasos SVM, data-parallel over MPI ranks with model averaging every msf samples"
     frameworks = ("numpy", "mpi")
-    requires = ("numba", "sklearn")
+    requires = ("numba", "numba_mpi", "mpi4py", "sklearn")
     params = {
         "dataset": Param(str, default="synthetic-gauss2",
                          help="synthetic-gauss2 (two Gaussian classes with headroom), synthetic-ijcnn1, "
@@ -39,6 +39,10 @@ class PsgdSvm(Workload):
         "n_samples": Param(int, default=35000, minimum=100, help="rows of a generated set (train+test)"),
         "msf": Param(int, default=64, minimum=0,
                      help="local samples between two model averagings; 0: average once, after training"),
+        "comm": Param(str, default="mpi", choices=("mpi", "free", "per_sample"),
+                      help="mpi: the algorithm (average every msf samples); ablations of its mechanism: "
+                           "free (no averaging until the end: communication costs nothing) or per_sample "
+                           "(an Allreduce after every sample, msf=1's traffic, the average kept every msf)"),
         "partition": Param(str, default="contiguous", choices=("contiguous", "shuffled", "by_label"),
                            help="each rank's training rows: contiguous blocks (the reference), a seeded "
                                 "shuffle, or by label (two ranks: one class each)"),
@@ -75,15 +79,23 @@ class PsgdSvm(Workload):
                  "final_objective": "seeds"}
     claims = [
         Claim("comm_s", ">=", 0.90, paper_value=0.98, relative_to={"msf": 1}, transform="reduction",
-              when={"msf": (">=", 64)},
-              source="abstract: 98% reduction of communication time vs per-sample synchronisation",
+              when={"msf": (">=", 64), "ranks": (">=", 2)},
+              source="abstract: 98% reduction of communication time vs per-sample synchronisation; 90 % is "
+                     "this harness's small-run threshold (docs/workloads/psgd_svm.md); judged from 2 ranks "
+                     "(one rank has nobody to communicate with)",
               description="comm time reduction vs msf=1, same data and ranks",
-              control=Control({"msf": 1}, "msf equal to the baseline's: as many Allreduce calls, no reduction")),
+              control=Control({"msf": 64, "comm": "per_sample"},
+                              "msf=64 with msf=1's traffic (an Allreduce after every sample): fewer "
+                              "synchronisations removed, the reduction must go", kind="ablation")),
         Claim("train_s", ">=", 5.0, paper_value="16-24x", relative_to={"msf": 1}, transform="speedup",
-              when={"msf": (">=", 64)},
-              source="abstract: 16x-24x speed-up; 5x is this harness's small-run threshold (docs/workloads/psgd_svm.md)",
+              when={"msf": (">=", 64), "ranks": (">=", 2)},
+              source="abstract: 16x-24x speed-up; 5x is this harness's small-run threshold "
+                     "(docs/workloads/psgd_svm.md); judged from 2 ranks: the speed-up is communication saved",
               description="training-time speed-up vs msf=1, same data and ranks",
-              control=Control({"msf": 1}, "msf equal to the baseline's: as many synchronisations, no speed-up")),
+              control=Control({"msf": 64, "comm": "free"},
+                              "communication made free on both sides (msf 64 vs 1, no Allreduce): what "
+                              "is left of the speed-up is compute's, which msf must not change",
+                              baseline={"msf": 1, "comm": "free"}, kind="ablation")),
         Claim("final_objective", "<=", 1.01, paper_value="accuracy kept with less synchronisation",
               relative_to={"msf": 1}, transform="ratio", when={"msf": (">=", 64)},
               source="abstract: the performance gain keeps the accuracy (the trade-off of synchronisation "

@@ -18,6 +18,12 @@ def prepare(ctx) -> None:
 
     ctx.state.update(data=None, sequential_accuracy={})
     pegasos_block(np.zeros((1, 2)), np.ones(1), np.zeros(2), 0, 1, 1.0, 0.1)  # compile outside timing
+    if ctx.params["algorithm"] == "parallel" and ctx.params["msf"] > 0:
+        from harness_plugins.psgd_svm.model import parallel_epoch
+
+        w, buf = np.zeros(2), np.zeros(2)   # the communication mode used, so compiled outside timing too
+        parallel_epoch(np.zeros((1, 2)), np.ones(1), w, buf, 1, 1, 1.0, 0.1, 0, ctx.nranks,
+                       ctx.params["comm"], np.zeros(3))
 
 
 def repeat_seed(ctx) -> int:
@@ -79,7 +85,7 @@ def _start(ctx, seed: int, d: int) -> np.ndarray:
 def train_and_evaluate(ctx) -> dict[str, Any]:
     """One repeat: train to the stopping rule with model averaging every msf samples, then evaluate."""
     from harness_plugins.psgd_svm.model import (accuracy, block_sequential_epoch, cost, objective,
-                                                  pegasos_block, sequential_train)
+                                                  parallel_epoch, pegasos_block, sequential_train)
 
     p, s = ctx.params, ctx.state
     seed = repeat_seed(ctx)
@@ -87,13 +93,17 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
         data = data_for(ctx, seed)
     x, y, n_local, lam, msf = data["x"], data["y"], data["n_local"], p["lam"], p["msf"]
     nranks, algorithm = ctx.nranks, p["algorithm"]
+    # comm=free (an ablation): no communication in the timed training at all; each rank stops by
+    # its own objective, and the models are averaged once after the clock stops
+    free = p["comm"] == "free" and msf != 0
     target = data["reference"]["objective"] * (1.0 + TARGET_GAP)
     to_target: tuple[int, float] | None = None
     calls0, bytes0, _ = ctx.comm.counters("Allreduce")
+    with ctx.phase("compute"):
+        w = _start(ctx, seed, x.shape[1])   # before the clock: its wait absorbs the ranks' skew at the start
     comm0 = ctx.comm.comm_seconds()
     t0 = time.perf_counter()
     with ctx.phase("compute"):
-        w = _start(ctx, seed, x.shape[1])
         below, epoch = 0, 0
         buf = np.empty_like(w)
         cost_in, cost_out = np.zeros(1), np.zeros(1)
@@ -106,11 +116,8 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
             if algorithm == "parallel" and msf == 0:   # no averaging until the end (one-shot)
                 pegasos_block(x, y, w, 0, n_local, eta, lam, t_epoch)
             elif algorithm == "parallel":
-                for start in range(0, n_local, msf):
-                    pegasos_block(x, y, w, start, min(start + msf, n_local), eta, lam,
-                                  t_epoch + start if per_sample else 0)
-                    ctx.comm.Allreduce(w, buf)
-                    np.multiply(buf, 1.0 / nranks, out=w)
+                with ctx.comm.calls_outside("Allreduce") as tally:
+                    parallel_epoch(x, y, w, buf, n_local, msf, eta, lam, t_epoch, nranks, p["comm"], tally)
             elif algorithm == "sequential":
                 pegasos_block(x, y, w, 0, n_local, eta, lam, t_epoch)
             else:
@@ -120,7 +127,7 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
                 cost_in[0] = cost(w, x[n_local - 1], y[n_local - 1], lam)
             else:
                 cost_in[0] = objective(w, x, y, lam)
-            if algorithm == "parallel":
+            if algorithm == "parallel" and not free:
                 ctx.comm.Allreduce(cost_in, cost_out)
                 cost_in[0] = cost_out[0] / nranks   # equal shards: the mean is the whole set's
             if p["stop"] == "reference":
@@ -132,11 +139,14 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
                     best, below = cost_in[0], 0
                 else:
                     below += 1
-        if algorithm == "parallel" and msf == 0:
+        if algorithm == "parallel" and msf == 0:   # the one average, at the end
             ctx.comm.Allreduce(w, buf)
             np.multiply(buf, 1.0 / nranks, out=w)
     train_s = time.perf_counter() - t0
     comm_s = ctx.comm.comm_seconds() - comm0
+    if algorithm == "parallel" and free:   # the one average, after the (communication-free) training
+        ctx.comm.Allreduce(w, buf)
+        np.multiply(buf, 1.0 / nranks, out=w)
     calls1, bytes1, _ = ctx.comm.counters("Allreduce")
 
     with ctx.phase("eval"):
@@ -162,7 +172,9 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
             ctx.comm.Allreduce(w, hi, op=MPI.MAX)
             ctx.comm.Allreduce(w, lo, op=MPI.MIN)
             spread = float((hi - lo).max())
-    per_epoch_syncs = (1 if msf == 0 else math.ceil(n_local / msf) + 1) if algorithm == "parallel" else 0
+    per_epoch_syncs = (1 if msf == 0 else 0 if free else
+                       n_local + 1 if p["comm"] == "per_sample" else math.ceil(n_local / msf) + 1)
+    per_epoch_syncs = per_epoch_syncs if algorithm == "parallel" else 0
     ctx.replicates("accuracy", {seed: acc})
     ctx.replicates("accuracy_gap", {seed: acc - seq_acc})
     ctx.replicates("accuracy_vs_reference", {seed: acc - data["reference"]["accuracy"]})
@@ -190,7 +202,8 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
         "samples_per_s": n_local * nranks * epoch / train_s if train_s > 0 else 0.0,
         "allreduce_calls": calls1 - calls0,
         "allreduce_bytes": bytes1 - bytes0,
-        "expected_allreduce_calls": (1 + epoch * per_epoch_syncs + (msf == 0)) if algorithm == "parallel" else 0,
+        "expected_allreduce_calls": ((1 + epoch * per_epoch_syncs + (msf == 0 or free))
+                                     if algorithm == "parallel" else 0),
         "model_spread": spread,
         "n_train": n_local * nranks,
         "n_features": int(w.shape[0]),
