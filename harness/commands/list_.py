@@ -43,7 +43,7 @@ def _claims() -> Table:
             control = "no control declared"
             if c.control is not None:
                 spec = ", ".join(f"{k}={v}" for k, v in c.control.params.items())
-                control = f"{spec}: {c.control.why}"
+                control = f"{c.control.kind}: {spec}: {c.control.why}"
                 if c.control.baseline is not None:
                     control += " (baseline: " + ", ".join(f"{k}={v}" for k, v in c.control.baseline.items()) + ")"
             t.add_row(name, text, "" if c.paper_value is None else str(c.paper_value), when, c.source, control)
