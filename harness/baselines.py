@@ -73,16 +73,21 @@ class RunIndex:
     def records(self) -> list[Record]:
         return list(self._ok)
 
-    def baseline_evidence(self, case: Case, relative_to: dict[str, Any],
-                          workload: Workload) -> dict[str, Arm] | None:
-        """The replicates of the latest ok record that is :func:`baseline_of` ``case``."""
-        want, ranks, threads = baseline_of(case, relative_to)
+    def baseline_record(self, case: Case, relative_to: dict[str, Any], cores: str = "equal") -> Record | None:
+        """The latest ok record that is :func:`baseline_of` ``case``."""
+        want, ranks, threads = baseline_of(case, relative_to, cores)
         for rec in reversed(self._ok):
             if (rec.workload.name == case.workload and rec.size == case.size and rec.params == want
                     and rec.backend.requested == case.backend and rec.launch.ranks == ranks
                     and (threads is None or rec.launch.threads == threads)):
-                return record_evidence(rec, workload)
+                return rec
         return None
+
+    def baseline_evidence(self, case: Case, relative_to: dict[str, Any],
+                          workload: Workload, cores: str = "equal") -> dict[str, Arm] | None:
+        """The replicates of the latest ok record that is :func:`baseline_of` ``case``."""
+        rec = self.baseline_record(case, relative_to, cores)
+        return None if rec is None else record_evidence(rec, workload)
 
     def verdicts(self, case: Case, workload: Workload, record: Record,
                  confidence: float = DEFAULT_CONFIDENCE) -> list[ClaimVerdict]:
@@ -100,8 +105,18 @@ class RunIndex:
 
     def _judge(self, claim: Claim, case: Case, arms: dict[str, Any], params: dict[str, Any], workload: Workload,
                confidence: float) -> ClaimVerdict:
-        baseline = self.baseline_evidence(case, claim.relative_to, workload) if claim.relative_to else None
-        return claim.evaluate(arms, params, baseline, confidence)
+        if not claim.relative_to:
+            return claim.evaluate(arms, params, None, confidence)
+        rec = self.baseline_record(case, claim.relative_to, claim.cores)
+        verdict = claim.evaluate(arms, params, None if rec is None else record_evidence(rec, workload), confidence)
+        if rec is not None and "ranks" in claim.relative_to:
+            verdict.baseline_launch = baseline_launch(case, rec, claim.cores)
+        elif rec is None and "ranks" in claim.relative_to and verdict.status == "not_evaluated":
+            _, ranks, threads = baseline_of(case, claim.relative_to, claim.cores)
+            verdict.reason += (f" (a baseline of {ranks} rank(s) x {threads} thread(s): "
+                               + ("the case's cores" if claim.cores == "equal" else "the case's threads per rank")
+                               + f", --ranks {ranks} --threads {threads})" if threads else "")
+        return verdict
 
     def _with_premise(self, verdict: ClaimVerdict, premise: Premise, case: Case, workload: Workload,
                       confidence: float) -> ClaimVerdict:
@@ -128,6 +143,15 @@ class RunIndex:
                              "interval_method": held.interval_method, "reason": held.reason},
             reason=f"{premise.claim.text} came out {held.status.replace('_', ' ')} on the case "
                    f"with {spec} ({figure}); {premise.why}")
+
+
+def baseline_launch(case: Case, baseline: Record, rule: str) -> dict[str, Any]:
+    """How a rank-count baseline ran against the case it judges: its ranks, threads and cores,
+    the case's cores, and the claim's rule; ``equal_cores`` says whether the two had as many."""
+    cores = baseline.launch.ranks * baseline.launch.threads
+    return {"ranks": baseline.launch.ranks, "threads": baseline.launch.threads, "cores": cores,
+            "case_cores": case.ranks * case.threads, "equal_cores": cores == case.ranks * case.threads,
+            "rule": rule}
 
 
 def _text(bound: float | None) -> str:

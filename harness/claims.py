@@ -34,6 +34,7 @@ STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated",
                                 "premise_absent")
 KINDS = ("continuous", "proportion", "bounded")
 CONTROL_KINDS = ("ablation", "sanity")
+CORE_RULES = ("equal", "per_rank")   # a rank-count baseline's cores: the case's total, or its per-rank threads
 # Replicates that are all equal give a zero-width interval: it decides only from this many. Why 5:
 # 5 equal outcomes of 5 bound the share of runs that would come out otherwise below 45 % (one-sided
 # 95 %, Clopper-Pearson: 1 - 0.05 ** (1/5)); 3 equal ones only below 63 %, "most runs" not shown.
@@ -236,6 +237,10 @@ class Claim:
     (:mod:`harness.quality`); where one hit its step budget first, the verdict is ``inconclusive``.
     ``guard``: for a relative speed claim, the :class:`QualityGuard` that both arms reached the
     same quality; where the case's is lower, a pass becomes ``inconclusive``.
+    ``cores``: how a baseline at another rank count (``relative_to={"ranks": 1}``) is threaded:
+    ``"equal"`` (the default) gives it the case's total cores (2 ranks x 1 thread against 1 rank x
+    2 threads); ``"per_rank"`` the case's threads per rank (2 x 1 against 1 x 1: a speed-up from
+    adding ranks, with their cores; say so in ``source``). The verdict records how the baseline ran.
     """
 
     metric: str
@@ -254,8 +259,11 @@ class Claim:
     premise: Premise | None = None
     at_quality: bool = False
     guard: QualityGuard | None = None
+    cores: str = "equal"
 
     def __post_init__(self) -> None:
+        if self.cores not in CORE_RULES:
+            raise ValueError(f"Claim cores must be one of {', '.join(CORE_RULES)}, not {self.cores!r}")
         if self.kind not in KINDS:
             raise ValueError(f"Claim kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
         if (self.kind == "bounded") != (self.bounds is not None):
@@ -536,6 +544,7 @@ class ClaimVerdict:
     at_quality: bool = False              # judged only where every training reached quality
     not_at_quality: str | None = None     # why not, where one stopped at its budget (then inconclusive)
     quality_guard: dict[str, Any] | None = None  # QualityGuard.judge: did both arms reach the same quality
+    baseline_launch: dict[str, Any] | None = None  # how the baseline ran: ranks, threads, cores, the rule
 
     @property
     def passed(self) -> bool | None:

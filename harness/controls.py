@@ -9,6 +9,7 @@ each workload's default size (suite all's), unless a size is named (``smoke`` in
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from harness.baselines import record_evidence
 from harness.claims import Claim, ControlOutcome
 from harness.intervals import DEFAULT_CONFIDENCE
 from harness.errors import UsageError
-from harness.plan import Case, check_params, default_threads
+from harness.plan import Case, baseline_of, check_params, default_threads
 from harness.registry import Registry
 from harness.results.record import ControlRole, Record
 from harness.workload import Workload
@@ -78,6 +79,9 @@ def plan_controls(registry: Registry, workloads: list[str], backend: str | None 
                 case = _case(workload, control.params, at, backend, repeats, warmup, timeout)
                 baseline = (_case(workload, control.baseline_params(claim.relative_to), at, backend, repeats,
                                   warmup, timeout) if claim.relative_to else None)
+                if baseline is not None and "ranks" in claim.relative_to and "threads" not in (control.baseline or {}):
+                    _, _, threads = baseline_of(case, claim.relative_to, claim.cores)   # the claim's core rule
+                    baseline = dataclasses.replace(baseline, threads=threads or baseline.threads)
             except UsageError as exc:
                 raise UsageError(f"workload {name!r}, claim {claim.text!r}: its control is invalid: {exc}") from None
             plans.append(ControlPlan(name, claim, case, baseline))

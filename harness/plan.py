@@ -306,14 +306,18 @@ def is_baseline(case: Case, workload: Workload) -> bool:
     return any(claim.is_baseline(values) for claim in workload.claims)
 
 
-def baseline_of(case: Case, relative_to: dict[str, Any]) -> tuple[dict[str, Any], int, int | None]:
-    """(params, ranks, threads) of the case that ``case`` is compared with under ``relative_to``;
-    threads None: any (a baseline at another rank count is matched whatever its threads, since
-    the default thread count follows the ranks)."""
+def baseline_of(case: Case, relative_to: dict[str, Any],
+                cores: str = "equal") -> tuple[dict[str, Any], int, int | None]:
+    """(params, ranks, threads) of the case that ``case`` is compared with under ``relative_to``.
+    A baseline at another rank count gets the case's total cores (``cores="equal"``: 2 x 1 against
+    1 x 2) or its threads per rank (``"per_rank"``: 2 x 1 against 1 x 1); threads None: any, where
+    the case's cores do not split evenly over the baseline's ranks."""
     params = dict(case.params, **{k: v for k, v in relative_to.items() if k not in ("ranks", "threads")})
     ranks = relative_to.get("ranks", case.ranks)
-    threads = relative_to.get("threads", None if "ranks" in relative_to else case.threads)
-    return params, ranks, threads
+    if "threads" in relative_to or "ranks" not in relative_to or cores == "per_rank":
+        return params, ranks, relative_to.get("threads", case.threads)
+    total = case.ranks * case.threads
+    return params, ranks, total // ranks if total % ranks == 0 else None
 
 
 def _judged_against(case: Case, other: Case, workload: Workload) -> bool:
@@ -324,7 +328,7 @@ def _judged_against(case: Case, other: Case, workload: Workload) -> bool:
     for claim in workload.claims:
         if claim.relative_to is None or claim.applies(params) or claim.is_baseline(params):
             continue
-        want, ranks, threads = baseline_of(case, claim.relative_to)
+        want, ranks, threads = baseline_of(case, claim.relative_to, claim.cores)
         if other.params == want and other.ranks == ranks and threads in (None, other.threads):
             return True
     return False
