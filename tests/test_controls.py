@@ -127,7 +127,7 @@ def test_a_deliberately_weakened_builtin_claim_is_caught_on_the_same_records(con
     assert problems == []
     by_case = {r.case_id: r for r in records}
     claim = next(c for c in REGISTRY.workload("psgd_svm").claims if c.metric == "comm_s")
-    (plan,) = [p for p in plan_controls(REGISTRY, ["psgd_svm"])[0] if p.claim == claim]
+    (plan,) = [p for p in plan_controls(REGISTRY, ["psgd_svm"], size="smoke")[0] if p.claim == claim]
     workload = REGISTRY.workload("psgd_svm")
     assert judge(plan, by_case, workload).caught
     weakened = dataclasses.replace(plan, claim=dataclasses.replace(claim, threshold=-math.inf))
@@ -191,6 +191,7 @@ def test_an_inconclusive_control_gets_more_repeats_until_decided(harness_cli, tm
     r = harness_cli("controls", "--workload", "noisy", "--max-repeats", "48", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "2 of 2 claim(s) decided fail under their control" in r.stdout
+    assert "of them: 0 of 0 ablation(s) of a paper's mechanism, 2 of 2 sanity check(s)" in r.stdout
     by_mean = {rec["params"]["mean"]: rec for rec in read_jsonl(tmp_path / "results.jsonl")}
     far, near = by_mean[-3.0]["protocol"]["until_decided"], by_mean[-1.5]["protocol"]["until_decided"]
     assert far["looks"] == 1 and by_mean[-3.0]["protocol"]["repeats"] == 3

@@ -175,12 +175,12 @@ def _conclude(args: argparse.Namespace, results: list[ControlOutcome], n_plans: 
     bad = [o for o in results if not o.caught and (o.verdict is not None or o.problem != "no control declared")]
     ablations = [o for o in results if o.kind == "ablation"]
     console.print(f"controls: {caught} of {n_plans} claim(s) decided fail under their control"
-                  + f" ({sum(o.caught for o in ablations)} of {len(ablations)} ablation(s) of the paper's "
-                    f"mechanism, {caught - sum(o.caught for o in ablations)} of {n_plans - len(ablations)} "
-                    "sanity check(s))"
                   + (f"; {undecided} inconclusive" if undecided else "")
                   + (f"; {len(undeclared)} claim(s) declare no control" if undeclared else "")
                   + f" ({level_text(args.confidence)} intervals)")
+    caught_ablations = sum(o.caught for o in ablations)
+    console.print(f"of them: {caught_ablations} of {len(ablations)} ablation(s) of a paper's mechanism, "
+                  f"{caught - caught_ablations} of {n_plans - len(ablations)} sanity check(s)")
     for o in bad:
         err_console.print(f"not shown to fail: {o.workload}: {o.claim}", markup=False)
     return 1 if bad or (args.strict and undeclared) else 0
