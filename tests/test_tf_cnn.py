@@ -27,7 +27,7 @@ def test_train_and_test_images_share_templates_and_are_deterministic() -> None:
 @pytest.mark.slow
 def test_three_math_paths_in_one_run_with_the_proof_of_what_ran(harness_cli, tmp_path) -> None:
     r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--param", "math=onednn,eigen_onednn_gemm,eigen",
-                    "--repeats", "2", "--out", str(tmp_path))
+                    "--repeats", "2", "--launches", "1", "--out", str(tmp_path))   # launches: tests/test_launches.py
     assert r.returncode == 0, r.stdout + r.stderr
     records = read_jsonl(tmp_path / "results.jsonl")
     # the baseline (eigen) runs first whatever the order of the sweep, so the claim is evaluated
@@ -89,7 +89,7 @@ def test_the_verbose_log_is_counted_by_primitive_kind() -> None:
 @pytest.mark.mpi
 def test_two_ranks_average_gradients_through_the_profiled_comm(harness_cli, tmp_path) -> None:
     r = harness_cli("run", "--workload", "tf_cnn", "--size", "smoke", "--ranks", "2", "--repeats", "2",
-                    "--out", str(tmp_path))
+                    "--launches", "1", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     rec = read_jsonl(tmp_path / "results.jsonl")[0]
     assert rec["metrics"]["replicas_identical"] is True
