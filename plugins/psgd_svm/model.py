@@ -14,6 +14,32 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def pegasos_step(x: np.ndarray, y: np.ndarray, w: np.ndarray, j: int, eta: float, shrink: float,
+                 radius: float, project: bool) -> None:
+    """One Pegasos update of w in place by row j: shrink, add eta y_j x_j where the margin is
+    below 1, and (``project``) project onto the ball of ``radius``. Inlined into both loops."""
+    d = w.shape[0]
+    margin = 0.0
+    for k in range(d):
+        margin += w[k] * x[j, k]
+    margin *= y[j]
+    if margin < 1.0:
+        for k in range(d):
+            w[k] = shrink * w[k] + eta * y[j] * x[j, k]
+    else:
+        for k in range(d):
+            w[k] = shrink * w[k]
+    if project:
+        norm = 0.0
+        for k in range(d):
+            norm += w[k] * w[k]
+        norm = np.sqrt(norm)
+        if norm > radius:
+            for k in range(d):
+                w[k] *= radius / norm
+
+
 @njit(cache=True, fastmath=False)
 def pegasos_block(x: np.ndarray, y: np.ndarray, w: np.ndarray, start: int, stop: int,
                   eta: float, lam: float, t0: int = 0) -> None:
@@ -26,30 +52,12 @@ def pegasos_block(x: np.ndarray, y: np.ndarray, w: np.ndarray, start: int, stop:
     steps from blowing up an average of models).
     """
     shrink = 1.0 - eta * lam
-    d = w.shape[0]
     radius = 1.0 / np.sqrt(lam)
     for j in range(start, stop):
         if t0 > 0:
             eta = 1.0 / (lam * (t0 + j - start))
             shrink = 1.0 - eta * lam
-        margin = 0.0
-        for k in range(d):
-            margin += w[k] * x[j, k]
-        margin *= y[j]
-        if margin < 1.0:
-            for k in range(d):
-                w[k] = shrink * w[k] + eta * y[j] * x[j, k]
-        else:
-            for k in range(d):
-                w[k] = shrink * w[k]
-        if t0 > 0:
-            norm = 0.0
-            for k in range(d):
-                norm += w[k] * w[k]
-            norm = np.sqrt(norm)
-            if norm > radius:
-                for k in range(d):
-                    w[k] *= radius / norm
+        pegasos_step(x, y, w, j, eta, shrink, radius, t0 > 0)
 
 
 def cost(w: np.ndarray, x_last: np.ndarray, y_last: float, lam: float) -> float:
@@ -139,33 +147,15 @@ def _build_parallel_epoch():
 
     @njit(fastmath=False)
     def epoch(x, y, w, buf, n_local, msf, eta, lam, t_epoch, nranks, mode, tally):  # noqa: ANN001, ANN202
-        # One loop over the samples whatever msf is, the update of pegasos_block inlined: a sample
-        # costs the same at msf=1 as at 64; only the synchronisations after some of them differ.
-        d = w.shape[0]
+        # One loop over the samples whatever msf is, the update inlined: a sample costs the same
+        # at msf=1 as at 64; only the synchronisations after some of them differ.
         radius = 1.0 / np.sqrt(lam)
         shrink = 1.0 - eta * lam
         for j in range(n_local):
             if t_epoch > 0:
                 eta = 1.0 / (lam * (t_epoch + j))
                 shrink = 1.0 - eta * lam
-            margin = 0.0
-            for k in range(d):
-                margin += w[k] * x[j, k]
-            margin *= y[j]
-            if margin < 1.0:
-                for k in range(d):
-                    w[k] = shrink * w[k] + eta * y[j] * x[j, k]
-            else:
-                for k in range(d):
-                    w[k] = shrink * w[k]
-            if t_epoch > 0:
-                norm = 0.0
-                for k in range(d):
-                    norm += w[k] * w[k]
-                norm = np.sqrt(norm)
-                if norm > radius:
-                    for k in range(d):
-                        w[k] *= radius / norm
+            pegasos_step(x, y, w, j, eta, shrink, radius, t_epoch > 0)
             if mode == 1:
                 continue
             block_end = (j + 1) % msf == 0 or j == n_local - 1
