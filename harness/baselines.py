@@ -84,9 +84,9 @@ class RunIndex:
         return None
 
     def baseline_evidence(self, case: Case, relative_to: dict[str, Any],
-                          workload: Workload, cores: str = "equal") -> dict[str, Arm] | None:
+                          workload: Workload) -> dict[str, Arm] | None:
         """The replicates of the latest ok record that is :func:`baseline_of` ``case``."""
-        rec = self.baseline_record(case, relative_to, cores)
+        rec = self.baseline_record(case, relative_to)
         return None if rec is None else record_evidence(rec, workload)
 
     def verdicts(self, case: Case, workload: Workload, record: Record,
@@ -109,13 +109,16 @@ class RunIndex:
             return claim.evaluate(arms, params, None, confidence)
         rec = self.baseline_record(case, claim.relative_to, claim.cores)
         verdict = claim.evaluate(arms, params, None if rec is None else record_evidence(rec, workload), confidence)
-        if rec is not None and "ranks" in claim.relative_to:
+        if "ranks" not in claim.relative_to:
+            return verdict
+        if rec is not None:
             verdict.baseline_launch = baseline_launch(case, rec, claim.cores)
-        elif rec is None and "ranks" in claim.relative_to and verdict.status == "not_evaluated":
-            _, ranks, threads = baseline_of(case, claim.relative_to, claim.cores)
-            verdict.reason += (f" (a baseline of {ranks} rank(s) x {threads} thread(s): "
-                               + ("the case's cores" if claim.cores == "equal" else "the case's threads per rank")
-                               + f", --ranks {ranks} --threads {threads})" if threads else "")
+            return verdict
+        _, ranks, threads = baseline_of(case, claim.relative_to, claim.cores)
+        if verdict.status == "not_evaluated" and threads:
+            which = "the case's cores" if claim.cores == "equal" else "the case's threads per rank"
+            verdict.reason += (f" (a baseline of {ranks} rank(s) x {threads} thread(s): {which}, "
+                               f"--ranks {ranks} --threads {threads})")
         return verdict
 
     def _with_premise(self, verdict: ClaimVerdict, premise: Premise, case: Case, workload: Workload,
@@ -148,10 +151,9 @@ class RunIndex:
 def baseline_launch(case: Case, baseline: Record, rule: str) -> dict[str, Any]:
     """How a rank-count baseline ran against the case it judges: its ranks, threads and cores,
     the case's cores, and the claim's rule; ``equal_cores`` says whether the two had as many."""
-    cores = baseline.launch.ranks * baseline.launch.threads
+    cores, case_cores = baseline.launch.ranks * baseline.launch.threads, case.ranks * case.threads
     return {"ranks": baseline.launch.ranks, "threads": baseline.launch.threads, "cores": cores,
-            "case_cores": case.ranks * case.threads, "equal_cores": cores == case.ranks * case.threads,
-            "rule": rule}
+            "case_cores": case_cores, "equal_cores": cores == case_cores, "rule": rule}
 
 
 def _text(bound: float | None) -> str:

@@ -9,7 +9,6 @@ each workload's default size (suite all's), unless a size is named (``smoke`` in
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,11 +76,12 @@ def plan_controls(registry: Registry, workloads: list[str], backend: str | None 
                 continue
             try:
                 case = _case(workload, control.params, at, backend, repeats, warmup, timeout)
-                baseline = (_case(workload, control.baseline_params(claim.relative_to), at, backend, repeats,
-                                  warmup, timeout) if claim.relative_to else None)
-                if baseline is not None and "ranks" in claim.relative_to and "threads" not in (control.baseline or {}):
-                    _, _, threads = baseline_of(case, claim.relative_to, claim.cores)   # the claim's core rule
-                    baseline = dataclasses.replace(baseline, threads=threads or baseline.threads)
+                baseline = None
+                if claim.relative_to:
+                    params = control.baseline_params(claim.relative_to)
+                    if "ranks" in claim.relative_to and "threads" not in params:   # the claim's core rule
+                        params["threads"] = baseline_of(case, claim.relative_to, claim.cores)[2] or 0
+                    baseline = _case(workload, params, at, backend, repeats, warmup, timeout)
             except UsageError as exc:
                 raise UsageError(f"workload {name!r}, claim {claim.text!r}: its control is invalid: {exc}") from None
             plans.append(ControlPlan(name, claim, case, baseline))
