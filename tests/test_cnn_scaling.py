@@ -70,8 +70,23 @@ def test_model_mode_records_are_labelled_and_fast(harness_cli, tmp_path) -> None
         m = rec["metrics"]
         assert m["kind"] == "model" and rec["stats"]["median"] < 5.0
         assert len(m["resnet50_efficiency"]) == len(m["nodes"]) == 11
-        assert all(c["status"] == "not_applicable" and c["passed"] is None for c in rec["claims"])
+        # the abstract's own content, on the published CNNs' layer messages at 1024 nodes: small
+        # messages take the latency-optimal Allreduce, large ones the bandwidth-optimal one
+        layers = {a.split(": ")[0]: int(a.split(": ")[1]) for a in m["allreduce_layers_p1024"]}
+        assert set(layers) == {"recursive_doubling", "rabenseifner"} and m["allreduce_algorithms_optimal"] == 2
+        assert sum(layers.values()) == sum(1 for n in ("alexnet", "vgg16", "resnet50", "googlenet")
+                                           for layer in NETWORKS[n]() if layer.params)
+        verdicts = {c["metric"]: c for c in rec["claims"]}
+        model = verdicts.pop("allreduce_algorithms_optimal")
+        assert model["status"] == "pass" and model["interval_method"].startswith("exact")
+        assert all(c["status"] == "not_applicable" and c["passed"] is None for c in verdicts.values())
     assert (tmp_path / "cnn_scaling_model.png").stat().st_size > 10_000
+    # its ablation: a link without latency leaves one algorithm cheapest for every message
+    r = harness_cli("run", "--workload", "cnn_scaling", "--ranks", "1", "--repeats", "1", "--param", "latency_us=1e-6",
+                    "--out", str(tmp_path / "ablation"))
+    rec = read_jsonl(tmp_path / "ablation" / "results.jsonl")[0]
+    assert rec["metrics"]["allreduce_layers_p1024"] == [f"rabenseifner: {sum(layers.values())}"]
+    assert [c["status"] for c in rec["claims"] if c["metric"] == "allreduce_algorithms_optimal"] == ["fail"]
     bad = harness_cli("run", "--workload", "cnn_scaling", "--param", "profile=skylake", "--out", str(tmp_path))
     assert bad.returncode == 2 and "did you mean 'skylake-8160'" in bad.stderr
 
@@ -95,11 +110,18 @@ def test_validate_two_ranks_records_predictions_and_residuals(harness_cli, tmp_p
     assert all(math.isfinite(x) for x in m["gemm_predicted_s"])
     assert rec["comm"]["ops"]["Allreduce"]["calls"] > n * 20
     # every claim evaluated, and none decided on one repeat: each is inconclusive and says why
-    assert {c["metric"]: (c["status"], c["measured"] is not None) for c in rec["claims"]} == {
+    assert {c["metric"]: (c["status"], c["measured"] is not None) for c in rec["claims"]
+            if c["metric"] != "allreduce_algorithms_optimal"} == {
         m: ("inconclusive", True) for m in ("gemm_residual_weighted", "allreduce_residual_max",
                                             "roofline_efficiency_error_max", "eff_gap_measured")}
-    assert all("one repeat" in c["reason"] for c in rec["claims"])
+    assert all("one repeat" in c["reason"] for c in rec["claims"] if c["status"] == "inconclusive")
     assert min(m["allreduce_bytes"]) > m["allreduce_fit_max_bytes"]      # validated by extrapolation only
+    # the 1-rank baseline ran on rank 0 while rank 1 slept (it used next to no CPU), and an
+    # efficiency above 1 names its measured cause
+    assert m["baseline_launch"].startswith("1 rank x 1 thread(s)") and m["baseline_waiting_cpu_s"] < 0.5
+    for b in ("small", "large"):
+        assert m[f"one_rank_batch_ratio_{b}"] > 0
+        assert (m[f"efficiency_{b}_above_1"] == "not above 1") == (m[f"efficiency_{b}_measured"] <= 1)
     assert m["efficiency_error_max"] == pytest.approx(max(
         abs(m[f"efficiency_{b}_model"] - m[f"efficiency_{b}_measured"]) for b in ("small", "large")))
     assert m["roofline_efficiency_error_max"] == pytest.approx(max(
@@ -114,6 +136,15 @@ def test_validate_two_ranks_records_predictions_and_residuals(harness_cli, tmp_p
     assert m["pingpong_bytes"] == m["allreduce_sweep_bytes"] and len(m["pingpong_s"]) == len(m["pingpong_bytes"])
     small = [s for b, s in zip(m["pingpong_bytes"], m["pingpong_s"]) if b <= 64]
     assert m["link_alpha_us"] == pytest.approx(statistics.median(small) * 1e6) and m["link_beta_ns_per_byte"] > 0
+
+
+def test_superlinear_efficiency_names_its_measured_cause() -> None:
+    from harness_plugins.cnn_scaling.train import superlinear_cause
+
+    assert superlinear_cause(0.9, 1.3, 2) == "not above 1"
+    assert superlinear_cause(1.14, 1.22, 2).startswith("explained: one rank at the global batch takes 1.22x 2 steps")
+    assert superlinear_cause(1.3, 1.1, 2).startswith("partly explained")
+    assert superlinear_cause(1.1, 0.95, 2).startswith("unexplained")
 
 
 def test_allreduce_fit_finds_the_protocol_break_and_extrapolates() -> None:

@@ -8,8 +8,12 @@ the flattened gradients (numpy view, profiled), SGD step.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+QUIET_POLL_S = 0.002   # how often a waiting rank wakes to test its barrier
 
 
 def build(seed: int):
@@ -73,3 +77,37 @@ def iterations(ctx, per_rank_batch: int, steps: int, use_comm: bool, seed: int =
     return {"compute_s": float(np.median(compute)), "comm_s": float(np.median(comm)),
             "iteration_s": float(np.median(np.add(compute, comm))), "gradient_bytes": float(flat.nbytes),
             "step_s": list(np.add(compute, comm))}
+
+
+def rank0_alone(ctx, work: Callable[[], Any]) -> tuple[Any, float]:
+    """``work()`` run by rank 0 while every other rank sleeps, its result on every rank, and the
+    most CPU seconds a waiting rank used meanwhile (near 0: the waiters left rank 0 its core).
+
+    A blocking MPI wait (``bcast``, ``Barrier``) may poll a core at 100 %: on a node of as many
+    cores as ranks the 1-rank baseline would then share the machine with spinning ranks. The
+    waiters test a non-blocking barrier and sleep between tests instead."""
+    raw = ctx.comm.raw
+    raw.Barrier()
+    cpu0 = time.process_time()
+    result = work() if ctx.is_root else None
+    request = raw.Ibarrier()
+    while not request.Test():
+        time.sleep(QUIET_POLL_S)
+    waited = 0.0 if ctx.is_root else time.process_time() - cpu0
+    return raw.bcast(result, root=0), max(raw.allgather(waited))
+
+
+def superlinear_cause(efficiency: float, batch_ratio: float, ranks: int) -> str:
+    """Why a measured parallel efficiency is above 1, from the measured one-rank batch ratio:
+    t1(global batch) / (ranks x t1(per-rank batch)), both on rank 0 alone. A ratio above 1 is
+    compute per image that grows with the batch (cache, kernel shapes): splitting the batch
+    alone speeds compute up by that much, which no roofline of the per-layer GEMMs predicts."""
+    if efficiency <= 1.0:
+        return "not above 1"
+    if batch_ratio >= efficiency:
+        return (f"explained: one rank at the global batch takes {batch_ratio:.2f}x {ranks} steps at the "
+                f"per-rank batch (compute per image grows with the batch), which covers efficiency {efficiency:.2f}")
+    if batch_ratio > 1.0:
+        return (f"partly explained: the one-rank batch ratio {batch_ratio:.2f} covers efficiency up to that; "
+                f"the rest up to {efficiency:.2f} is unexplained")
+    return f"unexplained: the one-rank batch ratio is {batch_ratio:.2f}, compute per image does not grow with the batch"
