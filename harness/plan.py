@@ -296,8 +296,9 @@ def check_params(workload: Any, params: dict[str, Any]) -> None:
 # judged against them.
 
 def judged_params(case: Case) -> dict[str, Any]:
-    """The params claims see: the workload's params plus ``ranks`` and ``threads``."""
-    return {**case.params, "ranks": case.ranks, "threads": case.threads}
+    """The params claims see: the size (a ``when`` on ``size`` limits a claim to the paper-size
+    run), the workload's params (a param named ``size`` wins), ``ranks`` and ``threads``."""
+    return {"size": case.size, **case.params, "ranks": case.ranks, "threads": case.threads}
 
 
 def is_baseline(case: Case, workload: Workload) -> bool:

@@ -254,7 +254,7 @@ def test_psgd_svm_msf_claims_hold_with_a_real_network_cost(cluster, harness_cli,
     assert one["metrics"]["comm_s"] / one["metrics"]["train_s"] > 0.8
     # decided pass: the whole Fieller interval clears each threshold (3 repeats a side, more in rounds
     # while a claim is inconclusive: one repeat disturbed by other load on this VM can open the interval)
-    judged = {c["metric"]: c["status"] for c in shaped[64]["claims"]}
+    judged = {c["metric"]: c["status"] for c in shaped[64]["claims"] if "size" not in (c["when"] or {})}
     assert judged["comm_s"] == "pass" and judged["train_s"] == "pass", shaped[64]["claims"]
 
 

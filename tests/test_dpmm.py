@@ -161,6 +161,11 @@ def test_two_ranks_recover_the_clusters(harness_cli, tmp_path) -> None:
     assert m["nmi"] >= 0.8 and m["k_error"] <= 2
     assert 0 <= m["bgmm_nmi"] <= 1 + 1e-9 and m["bgmm_seconds"] > 0
     assert rec["stats"]["median"] < 60
+    # seconds at fixed K, the same work on any rank count: every chain begins at K = 1
+    by_k = {int(t.split(":")[0][2:]): int(t.rsplit("x ", 1)[1]) for t in m["iteration_s_by_k"]}
+    assert sum(by_k.values()) == 100 and by_k[1] >= rec["params"]["burnout"] and m["iteration_s_k1"] > 0
+    assert (m["iteration_s_k_true"] is None) == (rec["params"]["k_true"] not in by_k)
+    assert m["iteration_s_fixed_k"] > m["iteration_s_k1"] and m["iteration_s_per_cluster"] > 0
 
 
 @pytest.mark.slow
@@ -175,7 +180,7 @@ def test_image_patch_denoising_improves_psnr(harness_cli, tmp_path) -> None:
     assert m["patches"] == (64 - 7) ** 2
     assert m["psnr_denoised"] > m["psnr_noisy"] and m["psnr_gain_db"] > 0
     verdicts = {c["metric"]: c["status"] for c in rec["claims"]}
-    assert verdicts == {"k_recovered": "not_applicable", "nmi": "not_applicable", "iteration_s": "not_applicable",
+    assert verdicts == {"k_recovered": "not_applicable", "nmi": "not_applicable", "iteration_s_fixed_k": "not_applicable",
                         "k_stayed_1": "not_applicable",
                         "comm_bytes_per_iteration_k1": "not_applicable",
                         "psnr_gain_db": "inconclusive", "gain_over_single_gaussian_db": "inconclusive"}
@@ -208,6 +213,19 @@ def test_multinomial_bad_input_is_exit_2(harness_cli, tmp_path) -> None:
     np.save(tmp_path / "neg.npy", np.array([[1.0, -2.0], [3.0, 0.5]]))
     r = harness_cli(*base, "--param", f"data={tmp_path / 'neg.npy'}")
     assert r.returncode == 2 and "non-negative whole counts" in r.stderr
+
+
+def test_fixed_k_seconds_average_the_iterations_that_began_at_each_k() -> None:
+    from harness_plugins.dpmm.chain import fixed_k_seconds
+
+    out = fixed_k_seconds([1.0, 3.0, 5.0, 7.0, 9.0], [1, 1, 2, 4, 4], k_true=4)
+    assert out["iteration_s_k1"] == 2.0 and out["iteration_s_k_true"] == 8.0
+    assert out["iteration_s_by_k"] == ["K=1: 2000.00 ms x 2", "K=2: 5000.00 ms x 1", "K=4: 8000.00 ms x 2"]
+    # on a chain's line of seconds against K (2 ms + 1.5 ms a cluster): K = 6, never visited
+    line = fixed_k_seconds([0.0035, 0.0035, 0.005, 0.0065, 0.008], [1, 1, 2, 3, 4], k_true=6)
+    assert line["iteration_s_fixed_k"] == pytest.approx(0.011) and line["iteration_s_per_cluster"] == pytest.approx(0.0015)
+    assert line["iteration_s_k_true"] is None
+    assert fixed_k_seconds([1.0], [1], k_true=6)["iteration_s_fixed_k"] is None   # one K: no line
 
 
 def test_user_matrix_loading_and_errors(tmp_path) -> None:

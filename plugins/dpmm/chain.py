@@ -86,6 +86,9 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
     metrics = {
         "k_found": k, "k_max": max(k_curve) if k_curve else k, "nmi": nmi_curve[-1] if nmi_curve else None, "nmi_curve": nmi_curve, "k_curve": k_curve,
         "loglik": loglik, "iteration_s": float(np.mean(iter_s)),
+        # at fixed K: a chain's K path differs with its draws (and so between rank counts), and an
+        # iteration's work grows with K; these compare the same work on any rank count
+        **fixed_k_seconds(iter_s, [kk for kk, _ in bytes_per_iter], p.get("k_true")),
         "comm_bytes_per_iteration": float(np.median([b for _, b in bytes_per_iter])),
         # every chain starts at one cluster and stays there for its burn-out: the traffic of those
         # iterations is what travels at equal model size, so only what grows with N can differ
@@ -94,3 +97,27 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
         "models_identical_on_all_ranks": agree,
     }
     return {"metrics": metrics, "z": z, "model": model}
+
+
+def fixed_k_seconds(iter_s: list[float], k_before: list[int], k_true: int | None) -> dict[str, Any]:
+    """Seconds per iteration at fixed K, the same work on any rank count.
+
+    ``iteration_s_fixed_k``: at K = k_true on the chain's own straight line of seconds against the
+    K each iteration began at (least squares over all its iterations: an iteration's work grows
+    about linearly with K), so every chain that visited two K or more gives a figure, also one that
+    stopped a cluster short; ``iteration_s_k1`` and ``iteration_s_k_true`` are the measured means
+    at K = 1 (the burn-out) and K = k_true (None where never visited), and per K visited."""
+    by_k: dict[int, list[float]] = {}
+    for k, t in zip(k_before, iter_s):
+        by_k.setdefault(k, []).append(t)
+
+    def mean_at(k: int | None) -> float | None:
+        return float(np.mean(by_k[k])) if k in by_k else None
+
+    fitted = per_k = None
+    if len(by_k) >= 2 and k_true is not None:
+        per_k, at_0 = np.polyfit(np.asarray(k_before, dtype=float), np.asarray(iter_s), 1)
+        fitted = float(at_0 + per_k * k_true)
+    return {"iteration_s_fixed_k": fitted, "iteration_s_per_cluster": None if per_k is None else float(per_k),
+            "iteration_s_k1": mean_at(1), "iteration_s_k_true": mean_at(k_true),
+            "iteration_s_by_k": [f"K={k}: {np.mean(v) * 1e3:.2f} ms x {len(v)}" for k, v in sorted(by_k.items())]}

@@ -14,7 +14,7 @@ import copy
 import numpy as np
 import torch
 
-from harness_plugins.email_transfer.strategies import head, minibatches
+from harness_plugins.email_transfer.strategies import Trained, head, minibatches, training_loss
 
 
 class CachedMiniLM:
@@ -59,9 +59,9 @@ class CachedMiniLM:
 
 
 def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test: CachedMiniLM, classes: int,
-                  seed: int, steps: int, batch: int, head_lr: float, encoder_lr: float) -> np.ndarray:
-    """Predicted test labels after ``steps`` Adam updates of a copy of the top layers and the head
-    (``encoder_lr`` 0: the top layers stay as pretrained, only the head learns)."""
+                  seed: int, steps: int, batch: int, head_lr: float, encoder_lr: float) -> Trained:
+    """Test predictions and training loss after ``steps`` Adam updates of a copy of the top
+    layers and the head (``encoder_lr`` 0: the top layers stay as pretrained, only the head learns)."""
     top = copy.deepcopy(pool.top)
     top.train()
     net = head(pool.dim, classes, seed)
@@ -82,4 +82,5 @@ def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test
     with torch.no_grad():
         n = len(test.mask)
         logits = torch.cat([net(test.pooled(np.arange(i, min(n, i + 128)), top)) for i in range(0, n, 128)])
-    return logits.argmax(1).numpy()
+        seen = torch.cat([net(pool.pooled(idx[i:i + 128], top)) for i in range(0, len(idx), 128)])
+    return logits.argmax(1).numpy(), training_loss(seen, y)

@@ -1,6 +1,6 @@
 """The paper's table for a run: macro-F1 per family x strategy x n (mean ± standard error over
-seeds), fine-tuned MiniLM's paired gain over the fixed rival and the crossovers of the means,
-written as Markdown next to the records (``email_transfer_f1.md``)."""
+seeds, with each arm's mean training loss in brackets: how far it was trained), fine-tuned
+MiniLM's paired gain over the fixed rival and the crossovers of the means, written as Markdown next to the records (``email_transfer_f1.md``)."""
 from __future__ import annotations
 
 import pathlib
@@ -20,7 +20,8 @@ def f1_table(record: dict[str, Any]) -> str:
         head += [f"MiniLM fine-tuned gain over {m['rival']}"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, n in enumerate(m["label_counts"]):
-        row = [str(n)] + [f"{m[f'f1_{f}_{s}'][i]:.3f} ± {m[f'f1_{f}_{s}_se'][i]:.3f}" for f, s in columns]
+        row = [str(n)] + [f"{m[f'f1_{f}_{s}'][i]:.3f} ± {m[f'f1_{f}_{s}_se'][i]:.3f}" + _loss(m, f, s, i)
+                          for f, s in columns]
         if "fine_tune_gain_by_n" in m:
             row += [f"{m['fine_tune_gain_by_n'][i]:+.3f} ± {m['fine_tune_gain_se_by_n'][i]:.3f}"]
         lines.append("| " + " | ".join(row) + " |")
@@ -31,9 +32,14 @@ def f1_table(record: dict[str, Any]) -> str:
     budget = f"{p['epochs']} epochs" if p["budget"] == "epochs" else f"{p['updates']} updates"
     return "\n".join([f"### {record['workload']['name']}[{record['size']}] (MiniLM {m['encoder']}, {p['seeds']} seeds, "
                       f"{budget} of {p['batch']}, {p['n_test']} test emails)", "",
-                      "macro-F1, mean ± standard error over seeds", "", *lines, "", "; ".join(crossings),
+                      "macro-F1, mean ± standard error over seeds [training loss]", "", *lines, "", "; ".join(crossings),
                       f"test emails verbatim in the training pool: {m['test_verbatim_email_share']:.1%}; "
                       f"their intent sentences: {m['test_verbatim_sentence_share']:.1%}", ""])
+
+
+def _loss(metrics: dict[str, Any], family: str, strategy: str, i: int) -> str:
+    losses = metrics.get(f"train_loss_{family}_{strategy}")   # records before issue 43 have none
+    return f" [{losses[i]:.2f}]" if losses else ""
 
 
 def write_tables(records: list[dict[str, Any]], out_dir) -> pathlib.Path | None:

@@ -24,6 +24,13 @@ from harness import Claim, Control, Param, Workload, hookimpl
 
 PAPER = "Abeykoon, Fox, Kim. Performance Optimization on Model Synchronization in Parallel SGD Based SVM. HPML 2019"
 ALGORITHMS = ("parallel", "sequential", "block-sequential")
+COMM_PER_SAMPLE = Control({"msf": 64, "comm": "per_sample"},
+                          "msf=64 with msf=1's traffic (an Allreduce after every sample): fewer "
+                          "synchronisations removed, the reduction must go", kind="ablation")
+COMM_FREE = Control({"msf": 64, "comm": "free"},
+                    "communication made free on both sides (msf 64 vs 1, no Allreduce): what is left of the "
+                    "speed-up is compute's, which msf must not change",
+                    baseline={"msf": 1, "comm": "free"}, kind="ablation")
 
 
 class PsgdSvm(Workload):
@@ -81,21 +88,30 @@ class PsgdSvm(Workload):
         Claim("comm_s", ">=", 0.90, paper_value=0.98, relative_to={"msf": 1}, transform="reduction",
               when={"msf": (">=", 64), "ranks": (">=", 2)},
               source="abstract: 98% reduction of communication time vs per-sample synchronisation; 90 % is "
-                     "this harness's small-run threshold (docs/workloads/psgd_svm.md); judged from 2 ranks "
-                     "(one rank has nobody to communicate with)",
+                     "this harness's threshold below paper size: a run on shared 2-core machines (CI), where a "
+                     "busy neighbour widens the interval, must not fail for noise (docs/workloads/psgd_svm.md); "
+                     "judged from 2 ranks (one rank has nobody to communicate with)",
               description="comm time reduction vs msf=1, same data and ranks",
-              control=Control({"msf": 64, "comm": "per_sample"},
-                              "msf=64 with msf=1's traffic (an Allreduce after every sample): fewer "
-                              "synchronisations removed, the reduction must go", kind="ablation")),
+              control=COMM_PER_SAMPLE),
+        Claim("comm_s", ">=", 0.98, paper_value=0.98, relative_to={"msf": 1}, transform="reduction",
+              when={"size": ("==", "paper"), "msf": (">=", 64), "ranks": (">=", 2)},
+              source="abstract: 98% reduction of communication time vs per-sample synchronisation: the paper's "
+                     "figure, at paper size (docs/workloads/psgd_svm.md)",
+              description="comm time reduction vs msf=1, same data and ranks",
+              control=COMM_PER_SAMPLE),
         Claim("train_s", ">=", 5.0, paper_value="16-24x", relative_to={"msf": 1}, transform="speedup",
               when={"msf": (">=", 64), "ranks": (">=", 2)},
-              source="abstract: 16x-24x speed-up; 5x is this harness's small-run threshold "
-                     "(docs/workloads/psgd_svm.md); judged from 2 ranks: the speed-up is communication saved",
+              source="abstract: 16x-24x speed-up; 5x is this harness's threshold below paper size: a run on "
+                     "shared 2-core machines (CI) must not fail for noise (docs/workloads/psgd_svm.md); judged "
+                     "from 2 ranks: the speed-up is communication saved",
               description="training-time speed-up vs msf=1, same data and ranks",
-              control=Control({"msf": 64, "comm": "free"},
-                              "communication made free on both sides (msf 64 vs 1, no Allreduce): what "
-                              "is left of the speed-up is compute's, which msf must not change",
-                              baseline={"msf": 1, "comm": "free"}, kind="ablation")),
+              control=COMM_FREE),
+        Claim("train_s", ">=", 16.0, paper_value="16-24x", relative_to={"msf": 1}, transform="speedup",
+              when={"size": ("==", "paper"), "msf": (">=", 64), "ranks": (">=", 2)},
+              source="abstract: 16x-24x speed-up: the paper's lower figure, at paper size "
+                     "(docs/workloads/psgd_svm.md)",
+              description="training-time speed-up vs msf=1, same data and ranks",
+              control=COMM_FREE),
         Claim("final_objective", "<=", 1.01, paper_value="accuracy kept with less synchronisation",
               relative_to={"msf": 1}, transform="ratio", when={"msf": (">=", 64)},
               source="abstract: the performance gain keeps the accuracy (the trade-off of synchronisation "

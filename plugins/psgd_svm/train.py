@@ -76,10 +76,14 @@ def _start(ctx, seed: int, d: int) -> np.ndarray:
     """w_r ~ U(0,1)^d on each rank, averaged: the reference's common start."""
     w = np.random.default_rng(seed + 1000 * ctx.rank).random(d)
     if ctx.params["algorithm"] == "parallel":
-        avg = np.empty_like(w)
-        ctx.comm.Allreduce(w, avg)
-        w = avg / ctx.nranks
+        average(ctx, w, np.empty_like(w))
     return w
+
+
+def average(ctx, w: np.ndarray, buf: np.ndarray) -> None:
+    """The model average across ranks, in place (``buf`` a scratch array of w's shape)."""
+    ctx.comm.Allreduce(w, buf)
+    np.multiply(buf, 1.0 / ctx.nranks, out=w)
 
 
 def train_and_evaluate(ctx) -> dict[str, Any]:
@@ -140,13 +144,11 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
                 else:
                     below += 1
         if algorithm == "parallel" and msf == 0:   # the one average, at the end
-            ctx.comm.Allreduce(w, buf)
-            np.multiply(buf, 1.0 / nranks, out=w)
+            average(ctx, w, buf)
     train_s = time.perf_counter() - t0
     comm_s = ctx.comm.comm_seconds() - comm0
     if algorithm == "parallel" and free:   # the one average, after the (communication-free) training
-        ctx.comm.Allreduce(w, buf)
-        np.multiply(buf, 1.0 / nranks, out=w)
+        average(ctx, w, buf)
     calls1, bytes1, _ = ctx.comm.counters("Allreduce")
 
     with ctx.phase("eval"):
