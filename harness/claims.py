@@ -222,8 +222,9 @@ class Claim:
     the baseline (same workload, size, backend, ranks, threads and other params, with these
     replaced; ``{"ranks": 1}`` compares with the single-rank case), and ``transform`` turns
     (value, baseline value) into the measured figure ("reduction", "speedup", "ratio" or
-    "difference"). ``when={"msf": (">=", 64)}`` limits a claim to the cases it speaks about;
-    elsewhere its verdict is ``not_applicable``. ``control`` names the case under which the
+    "difference"). ``when={"msf": (">=", 64)}`` limits a claim to the cases it speaks about
+    (keys: params, ``ranks``, ``threads`` and ``size``, the size's name); elsewhere its verdict is
+    ``not_applicable``. ``control`` names the case under which the
     claim must fail (see :class:`Control`).
 
     ``kind`` says which inference the figure needs: ``continuous`` (the default), ``proportion``
