@@ -17,6 +17,8 @@ workload evaluates its validation figure every ``eval_every`` steps and asks a
 Time-to-quality is MLPerf's score: the wall time (evaluations included) and the steps from the
 training's start to the first evaluation that reached ``target``, whether or not the training
 stops there (a workload whose claims speak about the converged network trains on to the plateau).
+Where the worker reads energy (:mod:`harness.protocol.energy`), the tracker also opens a zeus
+window at the training's start and closes it there: ``joules_to_target``, rank 0's node.
 
 The stop rule is a set of params (:func:`quality_params`), so a user can set the target, the
 patience and the budget per run; each workload documents its values and their source.
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.params import Param
+from harness.protocol import energy
 
 #: the per-repeat metric (1: stopped at the target or a plateau, 0: stopped by the budget)
 REACHED_QUALITY = "reached_quality"
@@ -100,9 +103,15 @@ class QualityTracker:
     stopped: str = ""                    # one of STOP_REASONS once decided
     target_step: int | None = None       # the first evaluation at or above the target
     target_s: float | None = None
+    target_j: float | None = None        # joules from the start to the target, where energy is read
     curve: list[tuple[int, float, float]] = field(default_factory=list)   # (step, seconds, figure)
+    _energy_key: str | None = None
 
     def __post_init__(self) -> None:
+        meter = energy.active()
+        if meter is not None:
+            self._energy_key = f"quality-{id(self)}"
+            meter.begin(self._energy_key)
         self.start = self.clock()
 
     def observe(self, step: int, value: float) -> bool:
@@ -118,6 +127,7 @@ class QualityTracker:
             self.since_best += 1
         if self.target_step is None and value >= self.rule.target:
             self.target_step, self.target_s = step, seconds
+            self.target_j = self._close_energy(cancel=False)
         if self.rule.stop_at_target and self.target_step is not None:
             self.stopped = "target"
         elif self.since_best >= self.rule.patience and self.drops_taken < self.rule.lr_drops:
@@ -127,6 +137,11 @@ class QualityTracker:
         elif step >= self.rule.max_steps:
             self.stopped = "budget"
         return bool(self.stopped)
+
+    def _close_energy(self, cancel: bool) -> float | None:
+        meter, key = energy.active(), self._energy_key
+        self._energy_key = None
+        return meter.end(key, cancel=cancel) if meter is not None and key is not None else None
 
     @property
     def lr_scale(self) -> float:
@@ -151,7 +166,10 @@ class QualityTracker:
             f"{prefix}lr_drops_taken": self.drops_taken,
             f"{prefix}val_curve": " ".join(f"{s}:{v:.4f}" for s, _, v in self.curve),
         }
+        self._close_energy(cancel=True)   # a training that never reached its target
         if self.target_step is not None:
             out[f"{prefix}steps_to_target"] = self.target_step
             out[f"{prefix}seconds_to_target"] = self.target_s
+            if self.target_j is not None:
+                out[f"{prefix}joules_to_target"] = self.target_j
         return out

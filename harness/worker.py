@@ -21,7 +21,7 @@ from harness.casefiles import Verification, WorkerResult, WorkerSpec
 from harness.protocol.comm import ProfiledComm
 from harness.progress import PROGRESS_NAME, ProgressWriter
 from harness.protocol.context import RunContext
-from harness.protocol.energy import energy_meter
+from harness.protocol.energy import activate, energy_meter
 from harness.protocol.phases import PhaseClock
 from harness.protocol.pmpi import AllreduceHook, attach_hook, load_hook
 from harness.safe_text import surrogate_paths
@@ -126,6 +126,15 @@ def placement() -> dict[str, Any]:
             "links": nics, "nfqueues": nfqueues()}
 
 
+def node_reader(world: Any, rank: int) -> bool:
+    """True for the rank that reads this node's energy: the lowest rank on its host (energy
+    counters are node-level, so one reader per node, and every node has one)."""
+    if world is None:
+        return True
+    hosts = world.allgather(socket.gethostname())
+    return hosts.index(hosts[rank]) == rank
+
+
 def device_sync(backend: Backend | None) -> Callable[[], None] | None:
     """The backend's synchronize where its device runs asynchronously (a GPU), else None."""
     return backend.synchronize if backend is not None and backend.asynchronous else None
@@ -178,7 +187,12 @@ def _measure(spec: WorkerSpec, world: Any, rank: int, workload: Any, backend: Ba
     replicates: dict[str, dict[str, list[float]]] = {}   # metric -> id -> values over repeats
     cpu0 = 0.0
     on_device = backend is not None and backend.asynchronous   # a GPU backend: its energy counts
-    meter, energy = energy_meter(gpus_used=on_device) if rank == 0 else (None, {})
+    meter, energy = (energy_meter(gpus_used=on_device, reader=f"rank {rank}") if node_reader(world, rank)
+                     else (None, {}))
+    if meter is not None:
+        meter.start()
+        clock.meter = meter
+    activate(meter)
     for i in range(warmup + repeats):
         measured = i >= warmup
         if progress is not None:
@@ -194,14 +208,14 @@ def _measure(spec: WorkerSpec, world: Any, rank: int, workload: Any, backend: Ba
         ctx.repeat, ctx.warmup = i - warmup + (spec.first_repeat if measured else 0), not measured
         ctx._replicates = {}
         clock.take()
-        if meter is not None and measured:
-            meter.start()
+        if meter is not None:
+            meter.take(measured=False)   # what ran between repeats is no repeat's
         t0 = clock.now()
         metrics = clean_metrics(workload.run(ctx))
         elapsed = clock.now() - t0
-        if meter is not None and measured:
-            meter.stop()
         phases = clock.take()
+        if meter is not None:
+            meter.take(measured)
         if measured:
             samples.append(elapsed)
             phase_samples.append(phases)

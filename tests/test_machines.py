@@ -168,3 +168,29 @@ def test_roofline_model_predicts_from_the_reported_work() -> None:
     assert sorted(rows) == sorted([["w[small] on the node", "16 s", "8 s (measured / predicted 2)", ""],
                                    ["w[small] on a slice of it", "16 s", "8 s", ""],
                                    ["w[small] on its cousin", "16 s", "8 s", ""]])
+
+
+def test_side_by_side_gives_joules_per_item_and_to_target_where_energy_was_measured() -> None:
+    """A person choosing between a GPU and a CPU node for training asks J per image and J to
+    quality; a machine without counters shows neither, and nothing is made up for it."""
+    import pandas as pd
+
+    from harness.report.machines import side_by_side_rows
+    from harness.report.units import joules_per_item
+
+    gpu = {"median_s": 2.0, "ci_low_s": 1.9, "ci_high_s": 2.1, "energy_j": 800.0,
+           "j_per_item": joules_per_item(800.0, 2.0, 1000.0, "boxes/s"), "time_to_quality_s": 19.0,
+           "time_to_quality_low_s": 17.0, "time_to_quality_high_s": 21.0, "time_to_quality_runs": "5/5",
+           "energy_to_quality_j": 7600.0}
+    cpu = {"median_s": 20.0, "ci_low_s": 19.0, "ci_high_s": 21.0, "energy_j": None,
+           "j_per_item": joules_per_item(None, 20.0, 100.0, "boxes/s"), "time_to_quality_s": 190.0,
+           "time_to_quality_low_s": 170.0, "time_to_quality_high_s": 210.0, "time_to_quality_runs": "5/5",
+           "energy_to_quality_j": float("nan")}
+    row = {"workload": "bragg_unet", "size": "small", "params": "{}", "ranks": 1, "cpus": "all", "backend": "default",
+           **{f"GPU node | {k}": v for k, v in gpu.items()}, **{f"CPU node | {k}": v for k, v in cpu.items()}}
+    wide = pd.DataFrame([row])
+    wide.attrs["machines"] = ["GPU node", "CPU node"]
+    _, rows = side_by_side_rows(wide)
+    (cells,) = rows
+    assert "; 0.4 J/box; to target 19 s [17, 21] (5/5, 7.6e+03 J)" in cells[1]
+    assert "J" not in cells[2] and "to target 190 s [170, 210] (5/5)" in cells[2]

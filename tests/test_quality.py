@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import pytest
 
@@ -126,3 +127,41 @@ def test_a_speed_claim_passes_only_where_the_faster_arm_trained_as_well() -> Non
     assert "reported no test_accuracy" in unchecked.quality_guard["why"]
     with pytest.raises(TypeError):
         Claim("x", ">=", 1, guard=QualityGuard("y", 0.1))   # a guard belongs to a comparison
+
+
+class _Windows:
+    """A stub of zeus's monitor: every window that is not cancelled used 42 J on GPU 0."""
+
+    gpu_indices, cpu_indices = [0], []
+
+    def __init__(self) -> None:
+        self.open: set[str] = set()
+
+    def begin_window(self, key: str, sync_execution: bool = True) -> None:
+        self.open.add(key)
+
+    def end_window(self, key: str, sync_execution: bool = True, cancel: bool = False):
+        self.open.remove(key)
+        return SimpleNamespace(gpu_energy={0: 0.0 if cancel else 42.0}, cpu_energy=None, dram_energy=None)
+
+
+def test_where_energy_is_read_a_training_records_the_joules_to_its_target() -> None:
+    """A window of its own from the tracker's start to the first evaluation at the target (zeus
+    windows overlap the phase windows); one that never gets there leaves no figure and no window."""
+    from harness.protocol import energy
+
+    monitor = _Windows()
+    energy.activate(energy.EnergyMeter(monitor, "stub"))
+    try:
+        reached = QualityTracker(rule(target=0.9, stop_at_target=True))
+        assert len(monitor.open) == 1
+        reached.observe(10, 0.5)
+        assert reached.observe(20, 0.95) and not monitor.open
+        assert reached.summary()["joules_to_target"] == 42.0
+        missed = QualityTracker(rule(target=0.9, max_steps=20))
+        missed.observe(20, 0.5)
+        out = missed.summary()
+        assert "joules_to_target" not in out and "seconds_to_target" not in out and not monitor.open
+    finally:
+        energy.activate(None)
+    assert "joules_to_target" not in QualityTracker(rule(target=0.1)).summary()   # no meter: no window

@@ -79,11 +79,35 @@ def resource_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         "setup_s": across_ranks([r["setup_s"] for r in ranks]),
         "hosts": sorted({r["host"] for r in ranks}),
         "placement": [dict(r.get("placement") or {}, rank=r["rank"], host=r["host"]) for r in ranks],
-        "energy": energy_summary(ranks[0].get("energy") or {"method": None, "reason": "energy: not read"}),
+        "energy": energy_summary(ranks),
     }
 
 
-def energy_summary(energy: dict[str, Any]) -> dict[str, Any]:
-    """Rank 0's energy reading with the median joules per measured repeat (None where not measured)."""
-    per_repeat = energy.get("joules_per_repeat") or []
-    return dict(energy, median_j=float(statistics.median(per_repeat)) if per_repeat else None)
+def energy_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The energy of every node (read by its lowest rank), summed per measured repeat and per
+    phase, with the median joules per repeat; None with the reason where a node was not measured
+    (a sum over some nodes would read as the whole job's)."""
+    readings = [(r.get("host", "?"), r["energy"]) for r in ranks if r.get("energy")]
+    if not readings:
+        return {"method": None, "reason": "energy: not read", "median_j": None}
+    missing = [(host, e) for host, e in readings if not e.get("joules_per_repeat")]
+    if missing:
+        host, first = missing[0]
+        reason = first.get("reason") or "energy: not read"
+        if len(missing) < len(readings):
+            reason = (f"energy: measured on {len(readings) - len(missing)} of {len(readings)} nodes, so not summed "
+                      f"({host}: {reason})")
+        return {"method": None, "reason": reason, "median_j": None}
+    per_repeat = [sum(values) for values in zip(*(e["joules_per_repeat"] for _, e in readings))]
+    phases: dict[str, list[float]] = {}
+    for _, e in readings:
+        for name, values in (e.get("phases_j") or {}).items():
+            phases[name] = [a + b for a, b in zip(phases.get(name, [0.0] * len(values)), values)]
+    out = {"method": readings[0][1]["method"] + (f"; {len(readings)} nodes summed" if len(readings) > 1 else ""),
+           "joules_per_repeat": per_repeat, "phases_j": phases,
+           "median_j": float(statistics.median(per_repeat)) if per_repeat else None}
+    if len(readings) > 1:
+        out["per_node"] = dict(readings)
+    else:
+        out["sources_j"] = readings[0][1].get("sources_j", {})
+    return out

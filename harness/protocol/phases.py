@@ -8,7 +8,9 @@ Calls counted in C (the PMPI hook of :mod:`harness.protocol.pmpi`) are read from
 counters at the same boundaries.
 With an asynchronous backend (a GPU) the clock is given the backend's ``synchronize`` and calls
 it before reading the time at every boundary: otherwise a phase would end while its kernels are
-still queued and measure only the launch.
+still queued and measure only the launch. Where energy is measured, the clock's ``meter``
+(:class:`harness.protocol.energy.EnergyMeter`) is charged at the same boundaries, to the same
+phase (communication inside a phase is charged to that phase's energy).
 Kept tiny because it sits on the hot path of every workload.
 """
 from __future__ import annotations
@@ -39,7 +41,7 @@ class PhaseClock:
     """Accumulates exclusive seconds and entry counts per phase name."""
 
     __slots__ = ("totals", "counts", "comm_ns", "comm_n", "_comm_seen", "_stack", "_last", "_phases",
-                 "external", "_ext_n0", "_ext_ns0", "sync")
+                 "external", "_ext_n0", "_ext_ns0", "sync", "meter")
 
     def __init__(self, sync: Callable[[], None] | None = None) -> None:
         self.sync = sync    # the device's synchronize, called before every reading of the clock
@@ -54,6 +56,7 @@ class PhaseClock:
         self.external: Any = None  # [calls, bytes, ns] counted in C, only growing
         self._ext_n0 = 0
         self._ext_ns0 = 0
+        self.meter: Any = None     # an EnergyMeter, charged at every boundary where energy is measured
 
     def attach_external(self, counters: Any) -> None:
         """Also charge the communication that ``counters`` ([calls, bytes, ns]) records."""
@@ -77,6 +80,8 @@ class PhaseClock:
             self.totals[top] = self.totals.get(top, 0.0) + (now - self._last - inner_comm)
         self._comm_seen = comm_ns
         self._last = now
+        if self.meter is not None:
+            self.meter.charge(self._stack[-1] if self._stack else None)
 
     def now(self) -> float:
         """perf_counter(), after the device (if any) has finished what was queued."""

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from harness.intervals import ratio_of_medians
+from harness.report.units import joules_per_item
 from harness.results.frame import TIME_TO_QUALITY
 from harness.intervals import bootstrap_medians
 
@@ -117,6 +118,9 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
             out[f"{m} | throughput"] = r.throughput
             for col in TIME_TO_QUALITY:
                 out[f"{m} | {col}"] = getattr(r, col, None)
+            out[f"{m} | energy_j"] = getattr(r, "energy_j", None)
+            out[f"{m} | j_per_item"] = joules_per_item(getattr(r, "energy_j", None), r.median_s, r.throughput,
+                                                       r.throughput_unit)
             out[f"{m} | fraction_of_peak"] = r.fraction_of_peak
             out[f"{m} | version"] = r.version
             if ref is not None and not r.emulated and not ref.emulated:
@@ -239,8 +243,9 @@ def case_label(row: pd.Series) -> str:
 
 
 def side_by_side_rows(wide: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The wide table as text: per machine 'median s [interval]', 'x speed-up [interval]' and,
-    for a training case, the time to its validation target with the trainings that reached it."""
+    """The wide table as text: per machine 'median s [interval]', 'x speed-up [interval]', the
+    joules per item of work where energy was measured and, for a training case, the time (and
+    joules) to its validation target with the trainings that reached it."""
     names = wide.attrs.get("machines", [])
     columns = ["case"] + [f"{m}" for m in names]
     rows = []
@@ -260,6 +265,9 @@ def side_by_side_rows(wide: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             fop = r.get(f"{m} | fraction_of_peak")
             if fop is not None and not (isinstance(fop, float) and math.isnan(fop)):
                 text += f"; {100 * fop:.0f}% of peak"
+            per_item = r.get(f"{m} | j_per_item")
+            if isinstance(per_item, str) and per_item:
+                text += f"; {per_item}"
             text += _time_to_quality_text(r, m)
             cells.append(text)
         if sum(bool(c) for c in cells[1:]) >= 2:   # a case only one machine ran (in this version) compares nothing
@@ -276,7 +284,9 @@ def _time_to_quality_text(r: pd.Series, m: str) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return f"; to target: not reached ({runs})"
     lo, hi = _fmt(r.get(f"{m} | time_to_quality_low_s")), _fmt(r.get(f"{m} | time_to_quality_high_s"))
-    return f"; to target {_fmt(mean)} s" + (f" [{lo}, {hi}]" if lo and hi else "") + f" ({runs})"
+    joules = r.get(f"{m} | energy_to_quality_j")
+    energy = f", {_fmt(joules)} J" if isinstance(joules, (int, float)) and not math.isnan(joules) else ""
+    return f"; to target {_fmt(mean)} s" + (f" [{lo}, {hi}]" if lo and hi else "") + f" ({runs}{energy})"
 
 
 def different_protocol_rows(wide: pd.DataFrame) -> list[list[str]]:

@@ -11,6 +11,7 @@ import pandas as pd
 from harness.claims import ClaimVerdict, counts_text, rejudge
 from harness.intervals import level_text
 from harness.multiplicity import NAMES, NOT_CORRECTED, corrected_statuses
+from harness.report.units import energy_text
 from harness.safe_text import markdown_cell, markdown_text
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
@@ -65,26 +66,6 @@ def iter_case_rows(df: pd.DataFrame) -> Iterator[tuple[str, list[list[str]]]]:
                 (r.reason or "").splitlines()[0][:160] if r.reason else "",
             ])
         yield str(workload), rows
-
-
-def energy_text(joules: Any, seconds: Any, throughput: Any, unit: str) -> str:
-    """'12.3 J (0.051 J/image)': median joules per repeat, and per unit of work where the workload
-    declares a throughput (power / rate); '' where energy was not measured."""
-    if not _num(joules):
-        return ""
-    text = f"{joules:.4g} J"
-    if _num(seconds) and _num(throughput) and seconds > 0 and throughput > 0 and "/" in (unit or ""):
-        text += f" ({joules / seconds / throughput:.3g} J/{singular(unit.split('/')[0])})"
-    return text
-
-
-def singular(noun: str) -> str:
-    """'boxes' -> 'box', 'samples' -> 'sample', 'images' -> 'image': the unit of one item of work."""
-    if len(noun) <= 2:
-        return noun
-    if noun.endswith(("xes", "ches", "shes", "sses")):
-        return noun[:-2]
-    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
 
 
 def energy_note(df: pd.DataFrame) -> str:

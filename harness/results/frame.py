@@ -24,7 +24,8 @@ EVERYTHING = frozenset(NESTED_COLUMNS) | {"metric_lists", "evidence"}
 # machine (the flat row keeps its key and label).
 NOT_FLAT = NESTED_COLUMNS + ["machine_info"]
 #: the time to a training case's validation target: mean, interval, "reached/ran" (Record.time_to_quality)
-TIME_TO_QUALITY = ["time_to_quality_s", "time_to_quality_low_s", "time_to_quality_high_s", "time_to_quality_runs"]
+TIME_TO_QUALITY = ["time_to_quality_s", "time_to_quality_low_s", "time_to_quality_high_s", "time_to_quality_runs",
+                   "energy_to_quality_j"]
 
 COLUMNS = ["file", "workload", "version", "case_id", "size", "params", "machine", "machine_key", "machine_info",
            "emulated", "backend", "library",
@@ -85,11 +86,13 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "time_to_quality_low_s": ttq.get("low"),
         "time_to_quality_high_s": ttq.get("high"),
         "time_to_quality_runs": f"{ttq['reached']}/{ttq['runs']}" if ttq else "",
+        # joules from the training's start to its target (mean over the trainings that reached it)
+        "energy_to_quality_j": record.energy_to_quality(),
         "fraction_of_peak": record.fraction_of_peak(),
         "peak_problem": record.peak_problem(),
         "comm_fraction": comm.fraction_max if comm else None,
         "comm_imbalance": comm.imbalance if comm else None,
-        "energy_j": energy.get("median_j"),           # median joules per measured repeat (rank 0's node)
+        "energy_j": energy.get("median_j"),           # median joules per measured repeat, the nodes summed
         "energy_method": energy.get("method") or energy.get("reason") or "",
         # pmpi (C hook) or python (wrapper, ~0.5 us more per Allreduce); "" without MPI comm
         "allreduce_profiler": record.protocol.allreduce_profiler,

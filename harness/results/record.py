@@ -253,6 +253,12 @@ class Record:
         return {"mean": sum(values) / len(values), "low": interval.low if interval else None,
                 "high": interval.high if interval else None, "reached": len(values), "runs": max(runs, len(values))}
 
+    def energy_to_quality(self) -> float | None:
+        """Mean joules from a training's start to its validation target (``joules_to_target``, per
+        repeat), over the trainings that reached it; None where none was measured."""
+        values = [float(v) for v in self.metric_samples.get("joules_to_target") or []]
+        return sum(values) / len(values) if values else None
+
     def _declared_fraction(self) -> float | None:
         tp = self.workload.throughput
         return self.number(tp.fraction_of_peak) if tp is not None and tp.fraction_of_peak else None
