@@ -12,7 +12,8 @@
 # capture`: the roofline, suites/gpu-node.toml's cases on the cuda backend, then suite all on the
 # node's CPUs; GPU_CHECK_SUITES overrides the suites, GPU_CHECK_CAPTURE_S stops the capture with
 # SIGINT after that many seconds, its records so far kept and its manifest saying so). The capture
-# folder is what gallery/ keeps. On a machine without an NVIDIA GPU it exits at once with status 2.
+# folder is what gallery/ keeps; energy_check.txt says, per case with energy, how far its zeus phase
+# windows' joules are from its repeats'. On a machine without an NVIDIA GPU it exits at once with status 2.
 set -euo pipefail
 OUT=${1:?usage: gpu_check.sh OUT [WHEELS]}
 WHEELS=${2:-}
@@ -37,7 +38,9 @@ missing=$("$VPY" - <<'PY'
 import importlib.util
 need = {"jsonschema": "jsonschema", "fastjsonschema": "fastjsonschema", "archspec": "archspec", "pluggy": "pluggy", "rich": "rich",
         "pandas": "pandas", "psutil": "psutil", "cpuinfo": "py-cpuinfo", "threadpoolctl": "threadpoolctl",
-        "scipy": "scipy", "sklearn": "scikit-learn", "matplotlib": "matplotlib", "pynvml": "nvidia-ml-py"}
+        "scipy": "scipy", "sklearn": "scikit-learn", "matplotlib": "matplotlib", "pynvml": "nvidia-ml-py",
+        "zeus": "zeus<0.17", "numba": "numba", "pyarrow": "pyarrow", "ruptures": "ruptures", "asv": "asv",
+        "mlperf_logging": "mlperf-logging<5"}
 print(" ".join(pkg for mod, pkg in need.items() if importlib.util.find_spec(mod) is None))
 PY
 )
@@ -73,4 +76,18 @@ if [ -n "${GPU_CHECK_CAPTURE_S:-}" ]; then limit=(timeout -s INT "$GPU_CHECK_CAP
   --note "benchmarks/gpu_check.sh; source ${GPU_CHECK_SOURCE:-unstated}" || echo "capture exit $?"
 if [ -f "$OUT/gemm.json" ]; then cp "$OUT/gemm.json" "$OUT/capture/gpu_gemm.json"; fi
 "$H" show "$OUT/capture/results" || true
+
+step "energy: each GPU case's phases against its repeats (zeus windows, the phases should sum within 5 %)"
+"$VPY" - "$OUT/capture/results/results.jsonl" <<'PY' | tee "$OUT/energy_check.txt" || true
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    e = (r.get("resources") or {}).get("energy") or {}
+    if not e.get("joules_per_repeat"):
+        continue
+    sums = [sum(v[i] for v in e.get("phases_j", {}).values()) for i in range(len(e["joules_per_repeat"]))]
+    worst = max(abs(s - j) / j for s, j in zip(sums, e["joules_per_repeat"]) if j) if sums else None
+    print(f"{r['case_id'][:70]}: {e['median_j']:.4g} J a repeat, phases {sorted(e.get('phases_j', {}))}, "
+          f"largest phase-sum gap {worst:.2%}" if worst is not None else f"{r['case_id'][:70]}: no phases")
+PY
 step "done"
