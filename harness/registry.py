@@ -5,6 +5,7 @@ raises, or returns malformed objects is reported with the reason while the rest 
 """
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import pathlib
 from dataclasses import dataclass, field
@@ -157,6 +158,23 @@ def _check_dir(obj: Any) -> tuple[pathlib.Path | None, str]:
     return path, ""
 
 
+def _unknown_hooks(pm: pluggy.PluginManager) -> list[Problem]:
+    """A hookimpl whose name is no hook of the harness (``harness_workload`` for
+    ``harness_workloads``) would provide nothing without a word: each is its plugin's problem,
+    with the closest hook name (pluggy's ``check_pending`` says the same, but raises for the
+    first one only and names no fix)."""
+    known = sorted(name for name in dir(hookspecs) if name.startswith("harness_"))
+    problems = []
+    for name, caller in sorted(vars(pm.hook).items()):
+        if not isinstance(caller, pluggy.HookCaller) or caller.has_spec():
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        fix = f"did you mean {close[0]!r}?" if close else f"the hooks are {', '.join(known)}"
+        for impl in caller.get_hookimpls():
+            problems.append(Problem(impl.plugin_name, f"unknown hook {name!r}, so it provides nothing: {fix}"))
+    return problems
+
+
 def build_registry(extra_plugins: list[tuple[str, object]] | None = None,
                    entry_points: bool = True, only: set[str] | None = None) -> Registry:
     """Discover plugins and collect what they provide.
@@ -173,6 +191,7 @@ def build_registry(extra_plugins: list[tuple[str, object]] | None = None,
         _, exc = guarded(lambda: pm.register(plugin, name=label))   # pluggy validation, double registration
         if exc is not None:
             registry.problems.append(Problem(label, f"cannot register: {describe(exc)}"))
+    registry.problems.extend(_unknown_hooks(pm))
 
     collect = [
         ("harness_workloads", "workload", checked_workload, registry.workloads),

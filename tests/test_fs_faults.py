@@ -240,3 +240,25 @@ def test_ctrl_c_while_reading_a_large_results_file_is_one_line(harness_cli, tmp_
     t0 = time.monotonic()
     err = signal_when(proc, lambda: time.monotonic() - t0 > 1.5, 2, "compare finished before the signal")
     assert "Traceback" not in err and proc.returncode == 130, err[-2000:]
+
+
+def test_written_files_are_as_readable_as_the_umask_says(harness_cli, tmp_path) -> None:
+    """A report written for a group on a shared cluster must be readable by the group: every
+    output goes through write_atomic, whose temporary file (mkstemp: 0600) gets the mode a plain
+    open() would have given, like results.jsonl (issue 41)."""
+    from harness.atomic import write_atomic
+
+    old = os.umask(0o022)   # the CLI inherits it
+    try:
+        r = harness_cli("run", "--workload", "fault_slow", "--param", "seconds=0.01", "--repeats", "1",
+                        "--warmup", "0", "--out", str(tmp_path / "run"), "--junit", str(tmp_path / "junit.xml"))
+        assert r.returncode == 0, r.stderr
+        rep = harness_cli("report", str(tmp_path / "run"), "--out", str(tmp_path / "report.md"))
+        assert rep.returncode == 0, rep.stderr
+        os.umask(0o027)
+        write_atomic(tmp_path / "group.txt", "x")
+    finally:
+        os.umask(old)
+    for name in ("run/results.jsonl", "junit.xml", "report.md"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o644, name
+    assert (tmp_path / "group.txt").stat().st_mode & 0o777 == 0o640

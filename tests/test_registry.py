@@ -137,3 +137,15 @@ def test_a_malformed_variation_is_a_plugin_problem_not_a_crash() -> None:
     assert obj is None and "variation must map metric names" in why
     Odd.variation = {"x": "seeds"}
     assert checked_workload(Odd())[0] is not None
+
+
+def test_a_misspelled_hook_is_the_plugins_problem_with_the_closest_name() -> None:
+    """`harness_workload` (no s) would load, provide nothing and say nothing (issue 41)."""
+    reg = build_registry([("pkg:typo", _plugin(harness_workload=lambda: [Good])),
+                          ("pkg:good", _plugin(harness_workloads=lambda: [Good]))], entry_points=False)
+    assert set(reg.workloads) == {"good"}
+    (problem,) = reg.problems
+    assert problem.source == "pkg:typo"
+    assert problem.reason == "unknown hook 'harness_workload', so it provides nothing: did you mean 'harness_workloads'?"
+    far = build_registry([("pkg:far", _plugin(setup_everything=lambda: None))], entry_points=False)
+    assert far.problems[0].reason.startswith("unknown hook 'setup_everything', so it provides nothing: the hooks are ")
