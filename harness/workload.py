@@ -166,13 +166,16 @@ def checked_workload(obj: Any) -> tuple[Workload | None, str]:
         return None, shape
     unknown = set(obj.sizes) - set(SIZES)
     if unknown:
-        return None, f"workload {obj.name!r} has unknown sizes {sorted(unknown)} (allowed: {SIZES})"
+        return None, (f"workload {obj.name!r} has unknown sizes {sorted(unknown)}: sizes are named "
+                      f"{', '.join(SIZES)} (suites and --size use those names); rename them")
     if obj.default_size not in obj.sizes:
-        return None, f"workload {obj.name!r} default_size {obj.default_size!r} is not in its sizes"
+        return None, (f"workload {obj.name!r} default_size {obj.default_size!r} is not in its sizes "
+                      f"{sorted(obj.sizes)}: add a {obj.default_size!r} size or set default_size to one of them")
     for size, values in obj.sizes.items():
         bad = set(values) - set(obj.params)
         if bad:
-            return None, f"workload {obj.name!r} size {size!r} sets undeclared params {sorted(bad)}"
+            return None, (f"workload {obj.name!r} size {size!r} sets undeclared params {sorted(bad)}: declare "
+                          f"them in params or drop them from the size")
     if not all(isinstance(c, Claim) for c in obj.claims):
         return None, f"workload {obj.name!r}: claims must be harness.Claim objects"
     tp = obj.throughput

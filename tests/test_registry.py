@@ -149,3 +149,26 @@ def test_a_misspelled_hook_is_the_plugins_problem_with_the_closest_name() -> Non
     assert problem.reason == "unknown hook 'harness_workload', so it provides nothing: did you mean 'harness_workloads'?"
     far = build_registry([("pkg:far", _plugin(setup_everything=lambda: None))], entry_points=False)
     assert far.problems[0].reason.startswith("unknown hook 'setup_everything', so it provides nothing: the hooks are ")
+
+
+def test_contract_messages_name_the_fix() -> None:
+    """A plugin author reads what to change, not only what is wrong (issue 41)."""
+    from harness import Param
+    from harness.workload import checked_workload
+
+    class OnlySmoke(Good):
+        sizes = {"smoke": {}}
+
+    class Tiny(Good):
+        sizes = {"smoke": {}, "tiny": {}, "small": {}}
+
+    class Stray(Good):
+        params = {"n": Param(int, default=1)}
+        sizes = {"smoke": {}, "small": {"m": 2}}
+
+    assert checked_workload(OnlySmoke)[1] == ("workload 'good' default_size 'small' is not in its sizes ['smoke']: "
+                                              "add a 'small' size or set default_size to one of them")
+    assert checked_workload(Tiny)[1].endswith("sizes are named smoke, small, paper (suites and --size use those "
+                                              "names); rename them")
+    assert checked_workload(Stray)[1].endswith("sets undeclared params ['m']: declare them in params or drop them "
+                                               "from the size")
