@@ -9,8 +9,8 @@ and ``setup``, the repeats and ``teardown`` run with a real phase clock, so ``ct
 from __future__ import annotations
 
 import pathlib
+import shutil
 import tempfile
-import time
 from typing import Any
 
 from harness.errors import UsageError
@@ -20,13 +20,18 @@ from harness.workload import Workload, checked_workload
 
 
 class RunOnceResult(dict):
-    """The metrics of the last repeat (this is a dict of them), with what else was measured:
-    ``phases`` ({phase: {"seconds", "count"}} of the last repeat), ``replicates`` (what the workload
-    reported with ``ctx.replicates`` in the last repeat), ``seconds`` (each repeat's wall time) and
-    ``ctx`` (the context, whose ``state`` holds what setup kept)."""
+    """The metrics of the last repeat (this is a dict of them), with what else was measured, as
+    the worker of ``harness run`` measures it (the same loop, :mod:`harness.protocol.repeats`):
+    ``phases`` ({phase: {"seconds", "count"}} of the last repeat), ``phases_per_repeat``,
+    ``metric_samples`` (each numeric metric per measured repeat), ``replicates`` (what the workload
+    reported with ``ctx.replicates``: per metric and id, a value per measured repeat), ``seconds``
+    (each measured repeat's wall time) and ``ctx`` (the context, whose ``state`` holds what setup
+    kept)."""
 
     phases: dict[str, dict[str, float]]
-    replicates: dict[str, dict[str, float]]
+    phases_per_repeat: list[dict[str, dict[str, float]]]
+    metric_samples: dict[str, list[Any]]
+    replicates: dict[str, dict[str, list[float]]]
     seconds: list[float]
     ctx: RunContext
 
@@ -69,32 +74,31 @@ def run_once(workload: Workload | type[Workload], size: str = "smoke", params: d
              repeats: int = 1, warmup: int = 0, threads: int = 1,
              artifact_dir: str | pathlib.Path | None = None, mpi: bool | None = None) -> RunOnceResult:
     """Run ``workload`` at ``size`` with ``params`` on top: ``warmup`` discarded repeats, then
-    ``repeats`` measured ones, in this process; returns the last repeat's metrics.
+    ``repeats`` measured ones, in this process, through the repeat loop of ``harness run``;
+    returns the last repeat's metrics.
 
     Raises ``UsageError`` when the workload breaks the contract or a param is bad (the message a
     user would see), and whatever the workload itself raises. ``ctx.comm`` is mpi4py's COMM_WORLD
     (one rank under plain pytest, more under ``mpiexec -n N python -m pytest``) when mpi4py is
     installed, as in a one-rank case of a run; ``mpi=False`` leaves it out (``ctx.comm`` raises),
-    ``mpi=True`` requires it.
+    ``mpi=True`` requires it. What the workload writes goes to ``artifact_dir`` (a pytest
+    ``tmp_path``), kept; without one, to a temporary folder removed when the run ends.
     """
-    from harness.worker import clean_metrics
+    from harness.protocol.repeats import measure_repeats
 
-    checked, ctx = prepare(workload, size, params, threads=threads, artifact_dir=artifact_dir, mpi=mpi)
-    clock = ctx.clock
-    seconds: list[float] = []
-    metrics: dict[str, Any] = {}
-    phases: dict[str, dict[str, float]] = {}
+    scratch = None if artifact_dir is not None else tempfile.mkdtemp(prefix="harness-run-once-")
     try:
-        for i in range(warmup + repeats):
-            ctx.repeat, ctx.warmup = i - warmup, i < warmup
-            ctx._replicates = {}
-            t0 = time.perf_counter()
-            metrics = clean_metrics(checked.run(ctx))
-            seconds.append(time.perf_counter() - t0)
-            phases = clock.take()
+        checked, ctx = prepare(workload, size, params, threads=threads,
+                               artifact_dir=artifact_dir if artifact_dir is not None else scratch, mpi=mpi)
+        try:
+            done = measure_repeats(checked, ctx, warmup=warmup, repeats=repeats, comm=ctx._comm)
+        finally:
+            checked.teardown(ctx)
     finally:
-        checked.teardown(ctx)
-    result = RunOnceResult(metrics)
-    result.phases, result.replicates, result.ctx = phases, dict(ctx._replicates), ctx
-    result.seconds = seconds[warmup:]
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    result = RunOnceResult(done.metrics)
+    result.phases = done.phases[-1] if done.phases else {}
+    result.phases_per_repeat, result.metric_samples = done.phases, done.metric_samples
+    result.replicates, result.seconds, result.ctx = done.replicates, done.samples, ctx
     return result

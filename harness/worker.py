@@ -23,42 +23,11 @@ from harness.progress import PROGRESS_NAME, ProgressWriter
 from harness.protocol.context import RunContext
 from harness.protocol.energy import activate, energy_meter
 from harness.protocol.phases import PhaseClock
+from harness.protocol.repeats import measure_repeats
 from harness.protocol.pmpi import AllreduceHook, attach_hook, load_hook
-from harness.safe_text import surrogate_paths
 
 if TYPE_CHECKING:
     from harness.backend import Backend
-
-
-def clean_metrics(metrics: Any) -> dict[str, Any]:
-    """Metrics as JSON-like values: numbers, strings, booleans and lists of them. NaN and
-    infinities pass through; the parent stores them as null and names them in the record."""
-    if metrics is None:
-        return {}
-    if not isinstance(metrics, dict):
-        raise TypeError(f"run(ctx) must return a dict of metrics, got {type(metrics).__name__}")
-
-    def scalar(key: str, v: Any) -> Any:
-        if hasattr(v, "item") and callable(v.item):  # numpy scalars
-            v = v.item()
-        if v is None or isinstance(v, (bool, int, float, str)):
-            return v
-        raise TypeError(f"metric {key!r} has unsupported type {type(v).__name__}")
-
-    keys = [k for k in metrics if not isinstance(k, str)]
-    if keys:   # 1 and "1" would be one key in JSON: one value would silently replace the other
-        raise TypeError(f"metric names must be strings, got {', '.join(f'{k!r} ({type(k).__name__})' for k in keys[:5])}")
-    unencodable = surrogate_paths(metrics)
-    if unencodable:   # no record, report or terminal can hold it as it is
-        raise ValueError("metric names and values must be valid Unicode text, but a lone surrogate is in "
-                         + ", ".join(unencodable[:5]).encode("utf-8", "backslashreplace").decode())
-    out: dict[str, Any] = {}
-    for key, value in metrics.items():
-        if isinstance(value, (list, tuple)) or (hasattr(value, "tolist") and getattr(value, "ndim", 0) == 1):
-            out[str(key)] = [scalar(key, v) for v in (value.tolist() if hasattr(value, "tolist") else value)]
-        else:
-            out[str(key)] = scalar(key, value)
-    return out
 
 
 def _generic_evidence() -> dict[str, Any]:
@@ -179,13 +148,6 @@ def _measure(spec: WorkerSpec, world: Any, rank: int, workload: Any, backend: Ba
     setup_s = time.perf_counter() - t_setup
     clock.take()
 
-    warmup, repeats = spec.warmup, spec.repeats
-    samples: list[float] = []
-    phase_samples: list[dict[str, dict[str, float]]] = []
-    metrics: dict[str, Any] = {}
-    metric_samples: dict[str, list[Any]] = {}
-    replicates: dict[str, dict[str, list[float]]] = {}   # metric -> id -> values over repeats
-    cpu0 = 0.0
     on_device = backend is not None and backend.asynchronous   # a GPU backend: its energy counts
     meter, energy = (energy_meter(gpus_used=on_device, reader=f"rank {rank}") if node_reader(world, rank)
                      else (None, {}))
@@ -193,39 +155,8 @@ def _measure(spec: WorkerSpec, world: Any, rank: int, workload: Any, backend: Ba
         meter.start()
         clock.meter = meter
     activate(meter)
-    for i in range(warmup + repeats):
-        measured = i >= warmup
-        if progress is not None:
-            progress.repeat(i, warmup + repeats, warmup)
-        if world is not None:
-            world.Barrier()
-        if i == warmup:
-            if comm is not None:
-                comm.reset()
-            cpu0 = time.process_time()
-        # a later round of --until-decided goes on counting, so a workload that draws its randomness
-        # from ctx.repeat gives new replicates, not copies of the first round's
-        ctx.repeat, ctx.warmup = i - warmup + (spec.first_repeat if measured else 0), not measured
-        ctx._replicates = {}
-        clock.take()
-        if meter is not None:
-            meter.take(measured=False)   # what ran between repeats is no repeat's
-        t0 = clock.now()
-        metrics = clean_metrics(workload.run(ctx))
-        elapsed = clock.now() - t0
-        phases = clock.take()
-        if meter is not None:
-            meter.take(measured)
-        if measured:
-            samples.append(elapsed)
-            phase_samples.append(phases)
-            for key, value in metrics.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    metric_samples.setdefault(key, []).append(value)
-            for key, by_id in ctx._replicates.items():
-                for rid, value in by_id.items():
-                    replicates.setdefault(key, {}).setdefault(rid, []).append(value)
-    cpu_s = time.process_time() - cpu0
+    done = measure_repeats(workload, ctx, warmup=spec.warmup, repeats=spec.repeats, first_repeat=spec.first_repeat,
+                           world=world, comm=comm, meter=meter, progress=progress)
     if progress is not None:
         progress.stage("teardown and verification")
     workload.teardown(ctx)
@@ -241,11 +172,11 @@ def _measure(spec: WorkerSpec, world: Any, rank: int, workload: Any, backend: Ba
         "rank": rank,
         "host": socket.gethostname(),
         "pid": os.getpid(),
-        "samples": samples,
-        "phases": phase_samples,
+        "samples": done.samples,
+        "phases": done.phases,
         "comm": comm.profile() if comm is not None else {},
         "setup_s": setup_s,
-        "cpu_s": cpu_s,
+        "cpu_s": done.cpu_s,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "energy": meter.result() if meter is not None else energy,
         "placement": placement(),
@@ -255,9 +186,9 @@ def _measure(spec: WorkerSpec, world: Any, rank: int, workload: Any, backend: Ba
     if rank != 0:
         return
     WorkerResult(
-        ranks=per_rank, metrics=metrics, metric_samples=metric_samples,
+        ranks=per_rank, metrics=done.metrics, metric_samples=done.metric_samples,
         # the same seed in several repeats is one replicate (its mean), not several
-        replicates={k: {rid: sum(v) / len(v) for rid, v in by_id.items()} for k, by_id in replicates.items()},
+        replicates={k: {rid: sum(v) / len(v) for rid, v in by_id.items()} for k, by_id in done.replicates.items()},
         verification=verifications[0],
         verification_per_rank_ok=[bool(v.ok) for v in verifications], mpi_library=_mpi_library(),
         allreduce_profiler=comm.profiler if comm is not None else None,

@@ -49,7 +49,7 @@ def test_run_once_runs_setup_repeats_and_phases_in_process() -> None:
     m = run_once(Counts, size="smoke", repeats=3, warmup=1, mpi=False)
     assert m["total"] == 3 and m["repeat"] == 2 and m["warm"] is False
     assert m.phases["sum"]["count"] == 1 and len(m.seconds) == 3
-    assert m.replicates == {"total": {"seed0": 3.0}}
+    assert m.replicates == {"total": {"seed0": [3.0, 3.0, 3.0]}} and m.metric_samples["total"] == [3, 3, 3]
     assert run_once(Counts(), params={"broken": True}, mpi=False)["total"] == 4
     with pytest.raises(RuntimeError, match="no MPI communicator"):
         m.ctx.comm
@@ -64,3 +64,21 @@ def test_run_once_refuses_what_a_run_refuses() -> None:
         sizes = {"small": {}}
     with pytest.raises(UsageError, match="no 'smoke' size"):
         run_once(NoSmoke, mpi=False)
+
+
+@pytest.mark.mpi
+def test_run_once_measures_as_a_real_run_does(harness_cli, tmp_path) -> None:
+    """One repeat loop (issue 41): a plugin's unit test and `harness run` give the same metric
+    names, replicates (metric, id and count) and phases for the same workload, size and repeats."""
+    from harness_plugins.psgd_svm import PsgdSvm
+
+    once = run_once(PsgdSvm(), "smoke", repeats=2, artifact_dir=tmp_path / "once")
+    r = harness_cli("run", "--workload", "psgd_svm", "--size", "smoke", "--ranks", "1", "--repeats", "2",
+                    "--warmup", "0", "--out", str(tmp_path / "run"))
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    (rec,) = [json.loads(ln) for ln in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert set(once) == set(rec["metrics"])
+    assert set(once.metric_samples) == set(rec["metric_samples"])
+    assert {k: sorted(v) for k, v in once.replicates.items()} == {k: sorted(v) for k, v in rec["replicates"].items()}
+    assert all(len(values) == 1 for by_id in once.replicates.values() for values in by_id.values())  # a seed a repeat
+    assert set(once.phases) == set(rec["phases"]) and len(once.seconds) == len(rec["samples"]) == 2
