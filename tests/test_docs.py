@@ -105,3 +105,23 @@ def test_each_workload_page_lists_its_claims_with_threshold_source_and_control_k
             assert claim.metric in row["claim"], (name, row["claim"], claim.text)
             assert row["threshold source"].split(" ")[0].rstrip(":") in ("paper", "harness"), (name, row)
             assert row["control kind"].split(" ")[0].rstrip(":") == claim.control.kind, (name, claim.text, row["control kind"])
+
+
+def test_the_reference_pages_are_generated_from_the_code_and_current() -> None:
+    """docs/reference/ is what `python -m harness.reference docs/reference` writes (issue 41):
+    every Workload attribute with its default and what it is, every Claim and Control field."""
+    import dataclasses
+
+    from harness.claims import Claim, Control
+    from harness.reference import attributes, main
+    from harness.workload import Workload
+
+    assert main(["--check", str(ROOT / "docs" / "reference")]) == 0, "run: python -m harness.reference docs/reference"
+    described = {a["name"]: a["what"] for a in attributes(Workload)}
+    assert {"default_size", "default_ranks", "default_repeats", "default_warmup", "description", "install"} <= set(described)
+    assert all(described.values()), [name for name, what in described.items() if not what]
+    claims_page = (ROOT / "docs" / "reference" / "claims.md").read_text()
+    for cls in (Claim, Control):
+        for f in dataclasses.fields(cls):
+            assert f"| `{f.name}` |" in claims_page, (cls.__name__, f.name)
+    assert "(reference/README.md)" in (ROOT / "docs" / "plugins.md").read_text()
