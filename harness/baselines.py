@@ -16,7 +16,8 @@ from harness.claims import Claim, ClaimVerdict, NotANumber, Premise, as_number, 
 from harness.intervals import DEFAULT_CONFIDENCE, Arm
 from harness.results.record import Record
 
-from harness.plan import Case, baseline_of, judged_params
+from harness.baseline_rule import baseline_of, is_baseline_for
+from harness.plan import Case
 
 if TYPE_CHECKING:
     from harness.workload import Workload
@@ -74,18 +75,14 @@ class RunIndex:
         return list(self._ok)
 
     def baseline_record(self, case: Case, relative_to: dict[str, Any], cores: str = "equal") -> Record | None:
-        """The latest ok record that is :func:`baseline_of` ``case``."""
-        want, ranks, threads = baseline_of(case, relative_to, cores)
-        for rec in reversed(self._ok):
-            if (rec.workload.name == case.workload and rec.size == case.size and rec.params == want
-                    and rec.backend.requested == case.backend and rec.launch.ranks == ranks
-                    and (threads is None or rec.launch.threads == threads)):
-                return rec
-        return None
+        """The latest ok record that is ``case``'s baseline under ``relative_to`` (the rule of
+        :mod:`harness.baseline_rule`, which planning uses too)."""
+        key = case.key
+        return next((rec for rec in reversed(self._ok) if is_baseline_for(rec.key, key, relative_to, cores)), None)
 
     def baseline_evidence(self, case: Case, relative_to: dict[str, Any],
                           workload: Workload) -> dict[str, Arm] | None:
-        """The replicates of the latest ok record that is :func:`baseline_of` ``case``."""
+        """The replicates of the latest ok record that is ``case``'s baseline under ``relative_to``."""
         rec = self.baseline_record(case, relative_to)
         return None if rec is None else record_evidence(rec, workload)
 
@@ -93,7 +90,7 @@ class RunIndex:
                  confidence: float = DEFAULT_CONFIDENCE) -> list[ClaimVerdict]:
         """Every claim of ``workload`` judged on ``record``'s replicates at ``confidence``,
         relative ones against this index."""
-        params = judged_params(case)
+        params = case.key.judged_params
         arms = record_evidence(record, workload)
         out = []
         for claim in workload.claims:
@@ -114,7 +111,7 @@ class RunIndex:
         if rec is not None:
             verdict.baseline_launch = baseline_launch(case, rec, claim.cores)
             return verdict
-        _, ranks, threads = baseline_of(case, claim.relative_to, claim.cores)
+        _, ranks, threads = baseline_of(case.key, claim.relative_to, claim.cores)
         if verdict.status == "not_evaluated" and threads:
             which = "the case's cores" if claim.cores == "equal" else "the case's threads per rank"
             verdict.reason += (f" (a baseline of {ranks} rank(s) x {threads} thread(s): {which}, "
@@ -125,7 +122,7 @@ class RunIndex:
                       confidence: float) -> ClaimVerdict:
         """``verdict`` where its premise holds in this run; ``premise_absent`` (with the premise's
         figure) where the premise was not decided ``pass``; ``not_evaluated`` where its case is missing."""
-        want, ranks, threads = baseline_of(case, premise.case)
+        want, ranks, threads = baseline_of(case.key, premise.case)
         premise_case = dataclasses.replace(case, params=want, ranks=ranks, threads=threads or case.threads)
         arms = self.baseline_evidence(case, premise.case, workload)
         spec = ", ".join(f"{k}={v}" for k, v in premise.case.items())
@@ -134,7 +131,7 @@ class RunIndex:
                 verdict, status="not_evaluated",
                 reason=f"its premise ({premise.claim.text}) is judged on the case with {spec}, not in this run: "
                        f"add {spec} to the sweep")
-        held = self._judge(premise.claim, premise_case, arms, judged_params(premise_case), workload, confidence)
+        held = self._judge(premise.claim, premise_case, arms, premise_case.key.judged_params, workload, confidence)
         if held.status == "pass":
             return verdict
         interval = held.interval or [None, None]

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from harness.baseline_rule import is_baseline
 from harness.intervals import (DEFAULT_CONFIDENCE, Arm, Interval, difference_interval, level_text, mean_interval,
                                proportion_interval, ratio_interval, successes)
 
@@ -303,10 +304,6 @@ class Claim:
                 return f"applies only when {key} {op} {bound} (here {key}={params[key]})"
         return ""
 
-    def is_baseline(self, params: dict[str, Any]) -> bool:
-        """True for the case a relative claim compares others with (params incl. ranks, threads)."""
-        return self.relative_to is not None and all(params.get(k) == v for k, v in self.relative_to.items())
-
     def evaluate(self, evidence: Mapping[str, Any], params: dict[str, Any] | None = None,
                  baseline: Mapping[str, Any] | None = None,
                  confidence: float = DEFAULT_CONFIDENCE) -> ClaimVerdict:
@@ -320,7 +317,7 @@ class Claim:
         why = self.applies(params)
         if why:
             return self._verdict("not_applicable", why)
-        if self.relative_to is not None and self.is_baseline(params):
+        if is_baseline(self.relative_to, params):
             return self._verdict("not_applicable", "this case is the baseline")
         return self._judge(evidence, baseline, confidence)
 

@@ -16,7 +16,8 @@ from harness.baselines import record_evidence
 from harness.claims import Claim, ControlOutcome
 from harness.intervals import DEFAULT_CONFIDENCE
 from harness.errors import UsageError
-from harness.plan import Case, baseline_of, check_params, default_threads
+from harness.baseline_rule import baseline_of
+from harness.plan import Case, check_params, default_threads
 from harness.registry import Registry
 from harness.results.record import ControlRole, Record
 from harness.workload import Workload
@@ -80,7 +81,7 @@ def plan_controls(registry: Registry, workloads: list[str], backend: str | None 
                 if claim.relative_to:
                     params = control.baseline_params(claim.relative_to)
                     if "ranks" in claim.relative_to and "threads" not in params:   # the claim's core rule
-                        params["threads"] = baseline_of(case, claim.relative_to, claim.cores)[2] or 0
+                        params["threads"] = baseline_of(case.key, claim.relative_to, claim.cores)[2] or 0
                     baseline = _case(workload, params, at, backend, repeats, warmup, timeout)
             except UsageError as exc:
                 raise UsageError(f"workload {name!r}, claim {claim.text!r}: its control is invalid: {exc}") from None

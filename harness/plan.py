@@ -17,6 +17,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.baseline_rule import CaseKey, is_baseline, is_baseline_for, is_baseline_of_any
 from harness.envvars import positive_int
 from harness.errors import UsageError, did_you_mean
 from harness.registry import Registry
@@ -62,6 +63,11 @@ class Case:
     until_decided: bool = False    # the suite asks for more repeats while its claims are inconclusive
     first_repeat: int = 0          # ctx.repeat of the first measured repeat (a later launch or round)
     launches: int = 1              # separate worker launches, each running `repeats` measured repeats
+
+    @property
+    def key(self) -> CaseKey:
+        """The case as the baseline rule names it (a stored record gives the same key)."""
+        return CaseKey(self.workload, self.size, self.params, self.backend, self.ranks, self.threads)
 
     @property
     def case_id(self) -> str:
@@ -295,44 +301,13 @@ def check_params(workload: Any, params: dict[str, Any]) -> None:
 # Relative claims: which cases are baselines, and the order that runs them before the cases
 # judged against them.
 
-def judged_params(case: Case) -> dict[str, Any]:
-    """The params claims see: the size (a ``when`` on ``size`` limits a claim to the paper-size
-    run), the workload's params (a param named ``size`` wins), ``ranks`` and ``threads``."""
-    return {"size": case.size, **case.params, "ranks": case.ranks, "threads": case.threads}
-
-
-def is_baseline(case: Case, workload: Workload) -> bool:
-    """True when ``case`` is the baseline of one of the workload's relative claims."""
-    values = judged_params(case)
-    return any(claim.is_baseline(values) for claim in workload.claims)
-
-
-def baseline_of(case: Case, relative_to: dict[str, Any],
-                cores: str = "equal") -> tuple[dict[str, Any], int, int | None]:
-    """(params, ranks, threads) of the case that ``case`` is compared with under ``relative_to``.
-    A baseline at another rank count gets the case's total cores (``cores="equal"``: 2 x 1 against
-    1 x 2) or its threads per rank (``"per_rank"``: 2 x 1 against 1 x 1); threads None: any, where
-    the case's cores do not split evenly over the baseline's ranks."""
-    params = dict(case.params, **{k: v for k, v in relative_to.items() if k not in ("ranks", "threads")})
-    ranks = relative_to.get("ranks", case.ranks)
-    if "threads" in relative_to or "ranks" not in relative_to or cores == "per_rank":
-        return params, ranks, relative_to.get("threads", case.threads)
-    total = case.ranks * case.threads
-    return params, ranks, total // ranks if total % ranks == 0 else None
-
-
 def _judged_against(case: Case, other: Case, workload: Workload) -> bool:
     """True when ``other`` is the baseline of a relative claim that applies to ``case``."""
-    if (other.workload, other.size, other.backend) != (case.workload, case.size, case.backend):
-        return False
-    params = judged_params(case)
-    for claim in workload.claims:
-        if claim.relative_to is None or claim.applies(params) or claim.is_baseline(params):
-            continue
-        want, ranks, threads = baseline_of(case, claim.relative_to, claim.cores)
-        if other.params == want and other.ranks == ranks and threads in (None, other.threads):
-            return True
-    return False
+    params = case.key.judged_params
+    return any(claim.relative_to is not None and not claim.applies(params)
+               and not is_baseline(claim.relative_to, params)
+               and is_baseline_for(other.key, case.key, claim.relative_to, claim.cores)
+               for claim in workload.claims)
 
 
 def _dependencies_first(cases: list[Case], workload: Workload) -> list[Case]:
@@ -353,7 +328,7 @@ def baselines_first(cases: list[Case], registry: Registry) -> list[Case]:
     against), so the other cases' claims are evaluated in the same run whatever order a sweep
     lists its values in."""
     baselines: dict[str, list[Case]] = {}
-    flags = [is_baseline(c, registry.workload(c.workload)) for c in cases]
+    flags = [is_baseline_of_any(c.key, registry.workload(c.workload).claims) for c in cases]
     for c, flag in zip(cases, flags):
         if flag:
             baselines.setdefault(c.workload, []).append(c)

@@ -7,7 +7,8 @@ import pytest
 from conftest import make_record
 from harness import Claim, Workload
 from harness.baselines import RunIndex
-from harness.plan import Case, baseline_of
+from harness.baseline_rule import baseline_of, is_baseline_for
+from harness.plan import Case
 from harness.results.record import LaunchInfo, WorkloadInfo
 
 EQUAL = Claim("t", ">=", 1.5, relative_to={"ranks": 1}, transform="speedup")
@@ -26,11 +27,16 @@ def _record(ranks: int, threads: int, seconds: float):
 
 
 def test_a_rank_count_baseline_gets_the_cases_cores_or_its_threads_per_rank() -> None:
-    assert baseline_of(_case(2, 1), {"ranks": 1}) == ({}, 1, 2)              # 2 x 1 against 1 x 2
-    assert baseline_of(_case(4, 2), {"ranks": 2}) == ({}, 2, 4)
-    assert baseline_of(_case(2, 1), {"ranks": 1}, "per_rank") == ({}, 1, 1)  # 2 x 1 against 1 x 1
-    assert baseline_of(_case(3, 1), {"ranks": 2}) == ({}, 2, None)           # 3 cores do not split over 2
-    assert baseline_of(_case(2, 3), {"ranks": 1, "threads": 5}) == ({}, 1, 5)  # named: taken as named
+    assert baseline_of(_case(2, 1).key, {"ranks": 1}) == ({}, 1, 2)              # 2 x 1 against 1 x 2
+    assert baseline_of(_case(4, 2).key, {"ranks": 2}) == ({}, 2, 4)
+    assert baseline_of(_case(2, 1).key, {"ranks": 1}, "per_rank") == ({}, 1, 1)  # 2 x 1 against 1 x 1
+    assert baseline_of(_case(3, 1).key, {"ranks": 2}) == ({}, 2, None)           # 3 cores do not split over 2
+    assert baseline_of(_case(2, 3).key, {"ranks": 1, "threads": 5}) == ({}, 1, 5)  # named: taken as named
+    # one rule: a planned case and a stored record of the same case have the same key
+    assert _record(1, 2, 1.0).key == _case(1, 2).key
+    assert is_baseline_for(_record(1, 2, 1.0).key, _case(2, 1).key, {"ranks": 1})
+    assert not is_baseline_for(_record(1, 1, 1.0).key, _case(2, 1).key, {"ranks": 1})
+    assert is_baseline_for(_record(1, 1, 1.0).key, _case(2, 1).key, {"ranks": 1}, "per_rank")
     with pytest.raises(ValueError, match="cores"):
         Claim("t", ">=", 1.0, relative_to={"ranks": 1}, transform="speedup", cores="all")
 

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.baseline_rule import CaseKey
 from harness.claims import POINT_ESTIMATE, ClaimVerdict, as_number
 from harness.hardware.identity import display, identity
 from harness.hardware.peaks import IMPOSSIBLE
@@ -187,6 +188,12 @@ class Record:
     control: ControlRole | None = None
 
     # -- what readers ask of a record ------------------------------------------------------
+    @property
+    def key(self) -> CaseKey:
+        """The case as the baseline rule names it: the planned Case's key of the same case."""
+        return CaseKey(self.workload.name, self.size, self.params, self.backend.requested, self.launch.ranks,
+                       self.launch.threads)
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"
