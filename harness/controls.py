@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.baselines import record_evidence
+from harness.judging import record_evidence
 from harness.claims import Claim, ControlOutcome
 from harness.intervals import DEFAULT_CONFIDENCE
 from harness.errors import UsageError

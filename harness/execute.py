@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.baselines import RunIndex
 from harness.casefiles import CaseFiles, WorkerResult, WorkerSpec
 from harness.errors import UsageError, check_interrupted
 from harness.hardware.fingerprint import usable_cpus
 from harness.hardware.identity import identity
 from harness.hardware.peaks import machine_peaks
 from harness.intervals import DEFAULT_CONFIDENCE
+from harness.judging import RunIndex
 from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
 from harness.launch.slurm import allocation_note
@@ -330,19 +330,6 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
         record.reason = f"backend {case.backend!r} verification failed: {v.reason or 'see evidence'}"
         return
     record.status = "ok"
-
-
-def judge_claims(record: Record, case: Case, session: Session) -> None:
-    """Every claim of the case's workload judged on the record's replicates (relative claims
-    against the run's index); a time-sliced case judges nothing."""
-    record.claims = session.index.verdicts(case, session.registry.workload(case.workload), record,
-                                           record.protocol.confidence)
-    if record.launch.oversubscribed:
-        for verdict in record.claims:
-            if verdict.status in ("pass", "fail", "inconclusive"):
-                verdict.status, verdict.reason = "not_evaluated", record.launch.oversubscribed
-                verdict.measured = verdict.value = verdict.baseline_value = verdict.standard_error = None
-                verdict.interval = verdict.evidence = None
 
 
 def stability_note(record: Record, workload: Any, unstable_cov: float) -> str:

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from harness.claims import ClaimVerdict, rejudge
+from harness.claims import ClaimVerdict
+from harness.judging import rejudge
 
 CORRECTIONS = ("holm", "bh", "none")
 DEFAULT_CORRECTION = "holm"

@@ -21,7 +21,8 @@ from rich.markup import escape
 from harness.claims import summarize_claims
 from harness.decide import Budget, until_decided
 from harness.errors import Interrupted, check_interrupted, raise_interrupted
-from harness.execute import CaseInterrupted, Session, execute, judge_claims, stability_note
+from harness.execute import CaseInterrupted, Session, execute, stability_note
+from harness.judging import judge_claims
 from harness.launches import more_launches
 from harness.outdir import finish_work
 from harness.plan import Case
@@ -79,7 +80,7 @@ class RunLoop:
         index, and its stability note. Called for every record, measured or not."""
         if record.stats is None:
             return
-        judge_claims(record, case, self.session)
+        judge_claims(record, case, self.session.registry.workload(case.workload), self.session.index)
         if record.ok:
             record.reason = stability_note(record, self.session.registry.workload(case.workload),
                                            self.session.unstable_cov)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.baselines import RunIndex
+from harness.judging import RunIndex
 from harness.claims import MIN_EQUAL_N, Claim, Premise
 from harness.params import Param
 from harness.plan import Case

@@ -1,7 +1,8 @@
 import pytest
 
 from harness import Claim, Param, Workload
-from harness.claims import ClaimVerdict, rejudge
+from harness.claims import ClaimVerdict
+from harness.judging import rejudge
 from harness.intervals import Arm
 from harness.errors import UsageError
 

@@ -12,7 +12,7 @@ from typing import Any
 from rich.markup import escape
 
 from harness import junit
-from harness.baselines import RunIndex
+from harness.judging import RunIndex
 from harness.claims import summarize_claims
 from harness.commands.common import (add_confidence_option, add_correction_option, console, err_console, machine, registry, warn,
                                      warn_problems, warn_unreadable)
