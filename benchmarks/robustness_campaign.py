@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from harness.launch.guard import descendants
+from harness.launch.process_guard import descendants
 from harness.results.store import parse_line
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -30,7 +30,7 @@ import os as _os
 from typing import TYPE_CHECKING, Any
 
 # The variables the harness's process started with, before any library it imports could add some
-# (see harness.provenance.inherited_environment).
+# (see harness.software.inherited_environment).
 _STARTING_ENVIRONMENT = frozenset(_os.environ)
 
 __version__ = "0.1.0"

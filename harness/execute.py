@@ -36,7 +36,7 @@ from harness.plugin_guard import available, describe, guarded
 from harness.protocol.aggregate import comm_summary, phase_summary, repeat_samples, resource_summary
 from harness.protocol.pmpi import ready_hook
 from harness.protocol.stats import UNSTABLE_COV, summarize
-from harness.provenance import inherited_environment, numerics_environment, software
+from harness.software import inherited_environment, numerics_environment, software
 from harness.registry import Registry
 from harness.results.record import (BackendInfo, CommSummary, LaunchInfo, PhaseStats, ProtocolInfo, Record,
                                     Stats, Throughput, WorkloadInfo)

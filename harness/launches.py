@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from harness.decide import merge_round
+from harness.until_decided import merge_round
 from harness.plan import Case
 from harness.results.record import Record
 

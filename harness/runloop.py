@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.claims import summarize_claims
-from harness.decide import Budget, until_decided
+from harness.until_decided import Budget, until_decided
 from harness.errors import Interrupted, check_interrupted, raise_interrupted
 from harness.execute import CaseInterrupted, Session, execute, stability_note
 from harness.judging import judge_claims

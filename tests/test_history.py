@@ -321,7 +321,7 @@ def test_a_variable_a_library_sets_on_import_does_not_reach_the_cases() -> None:
     its importer's process, so cases launched after the harness imported it (under `harness capture`)
     inherited it and others did not. Cases inherit the environment the harness started with; a value
     the user set is kept."""
-    code = ("import os, harness, sklearn; from harness.provenance import inherited_environment as e; "
+    code = ("import os, harness, sklearn; from harness.software import inherited_environment as e; "
             "print(os.environ.get('KMP_DUPLICATE_LIB_OK'), e().get('KMP_DUPLICATE_LIB_OK'))")
     env = {k: v for k, v in os.environ.items() if k != "KMP_DUPLICATE_LIB_OK"}
     run = lambda: subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,  # noqa: E731

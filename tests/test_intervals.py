@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from harness import Claim
-from harness.decide import Budget, merge_round, planned_looks, until_decided
+from harness.until_decided import Budget, merge_round, planned_looks, until_decided
 from harness.intervals import (Arm, benjamini_hochberg, difference_interval, mean_interval, per_look_confidence,
                                ratio_interval, ratio_of_medians)
 

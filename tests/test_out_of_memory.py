@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from conftest import read_jsonl
-from harness.launch.guard import oom_counts
+from harness.launch.process_guard import oom_counts
 from harness.launch.process import ProcessResult
 
 

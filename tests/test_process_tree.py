@@ -1,4 +1,4 @@
-"""Nothing a case starts outlives the case, its timeout or the harness itself (launch/guard.py):
+"""Nothing a case starts outlives the case, its timeout or the harness itself (launch/process_guard.py):
 real processes, real signals, real kills."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from conftest import default_sigint, read_jsonl, signal_when
 from fixtures.hostile_plugins import make_plugin
-from harness.launch.guard import descendants
+from harness.launch.process_guard import descendants
 
 
 def _alive(pid: int) -> bool:

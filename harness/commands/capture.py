@@ -27,7 +27,7 @@ from harness.hardware.identity import identity, profile_relation
 from harness.workload_version import workload_version
 from harness.atomic import write_atomic
 from harness.errors import Interrupted, UsageError
-from harness.provenance import git_info
+from harness.software import git_info
 from harness.results.store import RESULTS_NAME, read_records
 
 MANIFEST_NAME = "manifest.json"

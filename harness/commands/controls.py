@@ -17,7 +17,7 @@ from harness.commands.common import (add_confidence_option, console, err_console
                                      warn_problems)
 from harness.commands.run import check_protocol_options, decision_budget
 from harness.controls import DEFAULT_SIZE, ControlPlan, cases_in_order, judge, plan_controls
-from harness.decide import DEFAULT_BUDGET_S, Budget
+from harness.until_decided import DEFAULT_BUDGET_S, Budget
 from harness.execute import Session
 from harness.intervals import level_text
 from harness.outdir import claim_work_dir, lock_out, prepare_out

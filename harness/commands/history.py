@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from harness.commands.common import add_confidence_option, console, err_console, table, warn_unreadable
 from harness.errors import UsageError
-from harness.history.plot import series_figure
+from harness.history.plots import series_figure
 from harness.history.series import Series, as_json, build_series, lean, select
 from harness.history.steps import METHODS, Step, candidates, family_confidence, find_steps
 from harness.results.scan import scan

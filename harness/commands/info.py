@@ -13,7 +13,7 @@ from harness.errors import UsageError
 from harness.hardware.identity import identity, profile_relation
 from harness.hardware.peaks import machine_peaks
 from harness.launch.mpi import find_mpiexec, flavour
-from harness.provenance import inherited_environment, numerics_environment, software
+from harness.software import inherited_environment, numerics_environment, software
 from harness.results.record import Record
 from harness.results.store import load_records
 from harness.plugin_guard import available, guarded

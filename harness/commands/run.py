@@ -16,7 +16,7 @@ from harness.judging import RunIndex
 from harness.claims import summarize_claims
 from harness.commands.common import (add_confidence_option, add_correction_option, console, err_console, machine, registry, warn,
                                      warn_problems, warn_unreadable)
-from harness.decide import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
+from harness.until_decided import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
 from harness.errors import Interrupted, UsageError
 from harness.hardware.identity import display, profile_relation
 from harness.execute import Session, prepare_launch, skip_reason
@@ -144,7 +144,7 @@ def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
 
 
 def decision_budget(args: argparse.Namespace) -> Budget:
-    """--max-repeats and --budget checked, as the run's :class:`~harness.decide.Budget`."""
+    """--max-repeats and --budget checked, as the run's :class:`~harness.until_decided.Budget`."""
     lo, hi = LIMITS["repeats"]
     if not lo <= args.max_repeats <= hi:
         raise UsageError(f"--max-repeats {args.max_repeats}: must be between {lo} and {hi}")

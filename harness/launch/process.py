@@ -1,5 +1,5 @@
 """Running one case's processes with a wall-clock limit; a hang or crash costs only that case,
-and nothing the case started outlives it or the harness (guard.py)."""
+and nothing the case started outlives it or the harness (process_guard.py)."""
 from __future__ import annotations
 
 import json
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STDERR_TAIL_CHARS = 4000
-GUARD = pathlib.Path(__file__).with_name("guard.py")
-TIMEOUT_STATUS = 124   # guard.py's exit status when the deadline passed
+GUARD = pathlib.Path(__file__).with_name("process_guard.py")
+TIMEOUT_STATUS = 124   # process_guard.py's exit status when the deadline passed
 _BACKSTOP_S = 15.0     # the parent's own limit beyond the guard's deadline
 _TICK_S = 1.0          # how often on_tick is called while a case runs
 
@@ -27,7 +27,7 @@ class ProcessResult:
     timed_out: bool
     seconds: float
     output_tail: str
-    tree: dict[str, Any] = field(default_factory=dict)   # guard.py's report: peak_rss_bytes, oom_kills
+    tree: dict[str, Any] = field(default_factory=dict)   # process_guard.py's report: peak_rss_bytes, oom_kills
 
     @property
     def oom_killed(self) -> str:
@@ -47,7 +47,7 @@ class ProcessResult:
 
 
 def guarded(argv: list[str], timeout_s: float, report: str | None = None) -> list[str]:
-    """``argv`` under guard.py: killed with all its descendants at ``timeout_s`` or when this
+    """``argv`` under process_guard.py: killed with all its descendants at ``timeout_s`` or when this
     process dies; with ``report``, the guard writes the tree's peak RSS and OOM kills there."""
     extra = ["--report", report] if report else []
     return [sys.executable, str(GUARD), "--parent", str(os.getpid()), "--deadline-s", repr(float(timeout_s)),

@@ -1,6 +1,6 @@
 """The guard between ``harness run`` and a case's processes, so that nothing outlives its run.
 
-``python guard.py --parent PID --deadline-s T -- ARGV...`` (run as a script: it imports nothing
+``python process_guard.py --parent PID --deadline-s T -- ARGV...`` (run as a script: it imports nothing
 from the harness, so it starts in milliseconds) starts ARGV in the guard's own process group and
 session, and is a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a descendant that double-forks
 or starts its own session is re-parented to the guard, not to init, so it stays in the tree the
