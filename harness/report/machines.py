@@ -31,6 +31,7 @@ import pandas as pd
 
 from harness.intervals import ratio_of_medians
 from harness.report.units import joules_per_item
+from harness.report.verdicts import verdicts
 from harness.results.frame import TIME_TO_QUALITY
 from harness.intervals import bootstrap_medians
 
@@ -149,8 +150,6 @@ def report_table(df: pd.DataFrame) -> pd.DataFrame | None:
 def verdict_matrix(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """(machines, rows): one row per claim (workload: claim text), one cell per machine with its
     verdicts there ("pass", "fail", "2 pass, 1 inconclusive", "" where not evaluated)."""
-    from harness.report.tables import verdicts
-
     data = df[(df.control.fillna("") == "") & df.claims.notna()]
     names = machines_of(data) if not data.empty else []
     cells: dict[str, dict[str, list[str]]] = {}

@@ -13,6 +13,7 @@ from harness.judging import rejudge
 from harness.intervals import level_text
 from harness.multiplicity import NAMES, NOT_CORRECTED, corrected_statuses
 from harness.report.units import energy_text
+from harness.report.verdicts import verdicts
 from harness.safe_text import markdown_cell, markdown_text
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
@@ -83,13 +84,6 @@ def table_notes(rows: list[list[str]]) -> str:
     notes = [PY_NOTE if any(row[frac].endswith(PY_MARK) for row in rows) else "",
              EMU_NOTE if any(row[median].endswith(EMU_MARK) for row in rows) else ""]
     return "; ".join(n for n in notes if n)
-
-
-def verdicts(claims: str | list[dict[str, Any]] | None) -> list[ClaimVerdict]:
-    """The verdicts of a frame row's claims column (JSON text, or the dicts themselves)."""
-    if isinstance(claims, str):
-        claims = json.loads(claims)
-    return [ClaimVerdict.from_json(c) for c in claims or []]
 
 
 COUNT_COLUMNS = {"pass": "claims_passed", "fail": "claims_failed", "inconclusive": "claims_inconclusive",
@@ -335,11 +329,10 @@ def machine_sections(df: pd.DataFrame, wide: pd.DataFrame | None = None) -> Iter
 def model_sections(df: pd.DataFrame) -> Iterator[tuple[str, list[str], list[list[str]], str]]:
     """The roofline model of every hardware profile for cases that report their work (a model,
     in its own table, never mixed with measurements)."""
-    from harness.commands.common import profiles
+    from harness.hardware.profiles import hardware_profiles
     from harness.report.model import model_rows
 
-    found, _ = profiles()
-    columns, rows = model_rows(df, {name: prof.data for name, prof in found.items()})
+    columns, rows = model_rows(df, hardware_profiles())
     if rows:
         yield ("Model: predicted seconds per repeat on each hardware profile (not measured)", columns, rows,
                "A roofline model from the work each case reports (work_flops_fp64/fp32, work_bytes) and each "
