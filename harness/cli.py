@@ -7,23 +7,19 @@ import sys
 
 from harness import __version__
 from harness.commands import capture, compare, controls, export_asv, history, info, list_, report, run, show, submit
+from harness.commands.common import UsageParser
 from harness.errors import Interrupted, UsageError, check_interrupted, raise_interrupted
 from harness.safe_text import visible
 
 VERBS = (run, submit, controls, capture, list_, info, show, report, compare, history, export_asv)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own errors: one line, exit 2
-        raise UsageError(f"{message} (see `{self.prog} --help`)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="harness", description=(
+    parser = UsageParser(prog="harness", description=(
         "Benchmark HPML workloads under one timing and communication-profiling protocol, "
         "verify which compute library really ran, and record comparable results."))
     parser.add_argument("--version", action="version", version=f"hpml-harness {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=UsageParser)
     for verb in VERBS:
         verb.register(sub)
     return parser

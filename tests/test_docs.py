@@ -125,3 +125,49 @@ def test_the_reference_pages_are_generated_from_the_code_and_current() -> None:
         for f in dataclasses.fields(cls):
             assert f"| `{f.name}` |" in claims_page, (cls.__name__, f.name)
     assert "(reference/README.md)" in (ROOT / "docs" / "plugins.md").read_text()
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """harness/'s modules -> the harness modules they import (at any level of the module)."""
+    import ast
+
+    files = {}
+    for f in (ROOT / "harness").rglob("*.py"):
+        name = ".".join(f.relative_to(ROOT).with_suffix("").parts)
+        files[name.removesuffix(".__init__")] = f
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for m, f in files.items():
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("harness"):
+                graph[m] |= {t for t in [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                             if t in files and t != m}
+            elif isinstance(node, ast.Import):
+                graph[m] |= {a.name for a in node.names if a.name in files and a.name != m}
+    return graph
+
+
+def test_the_command_and_report_layers_import_in_one_direction() -> None:
+    """Issue 41: no command builds another's argv through the whole CLI (capture no longer imports
+    harness.cli), nothing under harness/report imports harness/commands, and no import circle runs
+    through either layer."""
+    graph = _import_graph()
+    assert not {t for m, ts in graph.items() if m.startswith("harness.report") for t in ts
+                if t.startswith("harness.commands")}
+    assert "harness.cli" not in graph["harness.commands.capture"]
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            m = todo.pop()
+            if m == goal:
+                return True
+            if m not in seen:
+                seen.add(m)
+                todo.extend(graph[m])
+        return False
+
+    assert any(reaches(t, "harness.claims") for t in graph["harness.claims"])   # the core's circle, still there
+
+    layered = [m for m in graph if m.startswith(("harness.report", "harness.commands", "harness.cli"))]
+    circular = [m for m in layered if any(reaches(t, m) for t in graph[m])]
+    assert circular == []

@@ -22,7 +22,7 @@ from typing import Any
 from harness import __version__
 from harness.commands.common import console, registry
 from harness.commands.info import info_document
-from harness.commands.run import add_machine_name_option
+from harness.commands.run import add_machine_name_option, run_parser
 from harness.hardware.identity import identity, profile_relation
 from harness.workload_version import workload_version
 from harness.atomic import write_atomic
@@ -139,10 +139,9 @@ def _run_argv(what: list[str], results: pathlib.Path, args: argparse.Namespace, 
 def _plans_roofline(suite: str, args: argparse.Namespace) -> bool:
     """Whether the suite has a roofline case (then the capture adds none); bad suites raise here,
     before anything runs."""
-    from harness.cli import build_parser
     from harness.commands.run import plan_cases
 
-    run_args = build_parser().parse_args(_run_argv(["--suite", suite], pathlib.Path("unused"), args, False))
+    run_args = run_parser().parse_args(_run_argv(["--suite", suite], pathlib.Path("unused"), args, False))
     return any(c.workload == "roofline" for c in plan_cases(run_args, registry()))
 
 
@@ -155,8 +154,6 @@ def _count(results: pathlib.Path) -> dict[str, int]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.cli import build_parser
-
     out = pathlib.Path(args.out)
     suites = args.suite or ["all"]
     runs = [] if any(_plans_roofline(s, args) for s in suites) else [["--workload", "roofline"]]
@@ -188,7 +185,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         for what in runs:
             console.print(f"[bold]capture:[/bold] harness {' '.join(what)} -> {results}")
-            run_args = build_parser().parse_args(_run_argv(what, results, args, resume=True))
+            run_args = run_parser().parse_args(_run_argv(what, results, args, resume=True))
             run_code = int(run_args.func(run_args))
             manifest["runs"].append({"what": " ".join(what), "exit": run_code})
             _write_json(out / MANIFEST_NAME, manifest)

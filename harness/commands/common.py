@@ -10,6 +10,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from harness.errors import UsageError
 from harness.hardware.fingerprint import fingerprint
 from harness.hardware.profiles import Profile, load_profiles, match_profile
 from harness.registry import Problem, Registry, build_registry
@@ -119,3 +120,11 @@ def add_confidence_option(p: Any, default: float | None = 0.95, extra: str = "")
                    help="two-sided level of the claims' confidence intervals: a claim passes or fails only "
                         "when its whole interval says so, else it is inconclusive"
                         + (" (default 0.95)" if default is not None else "") + extra)
+
+
+class UsageParser(argparse.ArgumentParser):
+    """argparse whose own errors are one line naming the help to read, exit status 2 (a UsageError)."""
+
+    def error(self, message: str) -> None:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+

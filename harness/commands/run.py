@@ -15,7 +15,7 @@ from harness import junit
 from harness.judging import RunIndex
 from harness.claims import summarize_claims
 from harness.commands.common import (add_confidence_option, add_correction_option, console, err_console, machine, registry, warn,
-                                     warn_problems, warn_unreadable)
+                                     UsageParser, warn_problems, warn_unreadable)
 from harness.until_decided import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
 from harness.errors import Interrupted, UsageError
 from harness.hardware.identity import display, profile_relation
@@ -44,6 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print each case and its exact launch command; run and write nothing")
     p.set_defaults(func=main)
+
+
+def run_parser() -> argparse.ArgumentParser:
+    """A parser of `harness run` alone, for a command that runs suites itself (capture), without
+    the whole command line's parser (which imports every command, that command among them)."""
+    parser = UsageParser(prog="harness")
+    register(parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=UsageParser))
+    return parser
 
 
 def add_case_options(p: argparse.ArgumentParser) -> None:
