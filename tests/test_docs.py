@@ -166,7 +166,6 @@ def test_the_command_and_report_layers_import_in_one_direction() -> None:
                 todo.extend(graph[m])
         return False
 
-    assert any(reaches(t, "harness.claims") for t in graph["harness.claims"])   # the core's circle, still there
 
     layered = [m for m in graph if m.startswith(("harness.report", "harness.commands", "harness.cli"))]
     circular = [m for m in layered if any(reaches(t, m) for t in graph[m])]
