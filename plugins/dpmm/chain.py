@@ -102,22 +102,23 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
 def fixed_k_seconds(iter_s: list[float], k_before: list[int], k_true: int | None) -> dict[str, Any]:
     """Seconds per iteration at fixed K, the same work on any rank count.
 
-    ``iteration_s_fixed_k``: at K = k_true on the chain's own straight line of seconds against the
-    K each iteration began at (least squares over all its iterations: an iteration's work grows
-    about linearly with K), so every chain that visited two K or more gives a figure, also one that
-    stopped a cluster short; ``iteration_s_k1`` and ``iteration_s_k_true`` are the measured means
-    at K = 1 (the burn-out) and K = k_true (None where never visited), and per K visited."""
+    Per K the chain visited, the median of the iterations that began there (a median: a chain's
+    first iterations also pay one-time costs, numba's compilation among them, ten times a later
+    iteration's at N = 2e4). ``iteration_s_fixed_k``: the straight line through those medians
+    (weighted by their iterations; an iteration's work grows about linearly with K) read at
+    K = k_true, so every chain that visited two K or more gives a figure, also one that stopped a
+    cluster short; ``iteration_s_k1`` and ``iteration_s_k_true``: the medians at K = 1 (the
+    burn-out) and at K = k_true (None where never visited)."""
     by_k: dict[int, list[float]] = {}
     for k, t in zip(k_before, iter_s):
         by_k.setdefault(k, []).append(t)
-
-    def mean_at(k: int | None) -> float | None:
-        return float(np.mean(by_k[k])) if k in by_k else None
-
+    ks = sorted(by_k)
+    medians = {k: float(np.median(by_k[k])) for k in ks}
     fitted = per_k = None
-    if len(by_k) >= 2 and k_true is not None:
-        per_k, at_0 = np.polyfit(np.asarray(k_before, dtype=float), np.asarray(iter_s), 1)
+    if len(ks) >= 2 and k_true is not None:
+        per_k, at_0 = np.polyfit(np.asarray(ks, dtype=float), np.asarray([medians[k] for k in ks]), 1,
+                                 w=np.sqrt([len(by_k[k]) for k in ks]))
         fitted = float(at_0 + per_k * k_true)
     return {"iteration_s_fixed_k": fitted, "iteration_s_per_cluster": None if per_k is None else float(per_k),
-            "iteration_s_k1": mean_at(1), "iteration_s_k_true": mean_at(k_true),
-            "iteration_s_by_k": [f"K={k}: {np.mean(v) * 1e3:.2f} ms x {len(v)}" for k, v in sorted(by_k.items())]}
+            "iteration_s_k1": medians.get(1), "iteration_s_k_true": medians.get(k_true) if k_true else None,
+            "iteration_s_by_k": [f"K={k}: {medians[k] * 1e3:.2f} ms x {len(by_k[k])}" for k in ks]}
