@@ -119,9 +119,8 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
             out[f"{m} | throughput"] = r.throughput
             for col in TIME_TO_QUALITY:
                 out[f"{m} | {col}"] = getattr(r, col, None)
-            out[f"{m} | energy_j"] = getattr(r, "energy_j", None)
-            out[f"{m} | j_per_item"] = joules_per_item(getattr(r, "energy_j", None), r.median_s, r.throughput,
-                                                       r.throughput_unit)
+            out[f"{m} | energy_j"] = joules = getattr(r, "energy_j", None)
+            out[f"{m} | j_per_item"] = joules_per_item(joules, r.median_s, r.throughput, r.throughput_unit)
             out[f"{m} | fraction_of_peak"] = r.fraction_of_peak
             out[f"{m} | version"] = r.version
             if ref is not None and not r.emulated and not ref.emulated:

@@ -14,6 +14,7 @@ or another machine of the same family, is never judged against a whole node.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any
@@ -65,6 +66,15 @@ def _whole_node_of(r: Any, name: str, profile: dict[str, Any]) -> bool:
         return False
     cores = (profile.get("cpu") or {}).get("cores")
     return profile.get("kind") == "gpu" or (bool(cores) and r.ranks * r.threads >= cores)
+
+
+@functools.lru_cache(maxsize=1)
+def registered_profiles() -> dict[str, dict[str, Any]]:
+    """Every registered hardware profile's data, read once per report (the model table and the
+    machines table both need them)."""
+    from harness.hardware.profiles import hardware_profiles
+
+    return hardware_profiles()
 
 
 def model_rows(df: pd.DataFrame, profiles: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:

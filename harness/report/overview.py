@@ -12,7 +12,6 @@ resamples each case's repeats on both sides independently.
 """
 from __future__ import annotations
 
-import functools
 import json
 import math
 from typing import Any
@@ -38,19 +37,14 @@ def _profile_peaks(info: dict[str, Any]) -> dict[str, Any] | None:
 
     if not exact_profile({"name": info.get("profile"), "match_by": info.get("profile_match")}):
         return None
-    prof = _profiles().get(info.get("profile") or "")
+    from harness.report.model import registered_profiles
+
+    prof = registered_profiles().get(info.get("profile") or "")
     if prof is None or prof.get("kind") != "cpu-node":
         return None
     return machine_peaks({"cpu": {"usable_cpus": prof.get("cpu", {}).get("cores")}},
                          {"name": info["profile"], "match_by": info["profile_match"]}, prof)
 
-
-@functools.lru_cache(maxsize=1)
-def _profiles() -> dict[str, dict[str, Any]]:
-    """Every registered hardware profile's data (read once per report)."""
-    from harness.hardware.profiles import hardware_profiles
-
-    return hardware_profiles()
 
 
 def machine_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:

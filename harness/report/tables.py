@@ -329,10 +329,9 @@ def machine_sections(df: pd.DataFrame, wide: pd.DataFrame | None = None) -> Iter
 def model_sections(df: pd.DataFrame) -> Iterator[tuple[str, list[str], list[list[str]], str]]:
     """The roofline model of every hardware profile for cases that report their work (a model,
     in its own table, never mixed with measurements)."""
-    from harness.hardware.profiles import hardware_profiles
-    from harness.report.model import model_rows
+    from harness.report.model import model_rows, registered_profiles
 
-    columns, rows = model_rows(df, hardware_profiles())
+    columns, rows = model_rows(df, registered_profiles())
     if rows:
         yield ("Model: predicted seconds per repeat on each hardware profile (not measured)", columns, rows,
                "A roofline model from the work each case reports (work_flops_fp64/fp32, work_bytes) and each "
