@@ -231,6 +231,13 @@ def test_fixed_k_seconds_average_the_iterations_that_began_at_each_k() -> None:
     # a first iteration 30x the others (numba compiling) moves neither the K = 1 figure nor the line
     slow_start = fixed_k_seconds([0.3, 0.01, 0.01, 0.012, 0.012, 0.014], [1, 1, 1, 2, 2, 3], k_true=4)
     assert slow_start["iteration_s_k1"] == 0.01 and slow_start["iteration_s_fixed_k"] == pytest.approx(0.016)
+    assert slow_start["iteration_s_fixed_k_from"] == "line through K=1..3"
+    # five iterations or more at k_true: their median is read; the argmax iterations at the end
+    # (less work) count nowhere
+    times = [0.01] * 3 + [0.02] * 6 + [0.05] * 2 + [0.001] * 5
+    direct = fixed_k_seconds(times, [1] * 3 + [2] * 6 + [3] * 7, k_true=2, sampled=11)
+    assert direct["iteration_s_fixed_k"] == 0.02 and direct["iteration_s_fixed_k_from"] == "median of 6 iterations at K=2"
+    assert direct["iteration_s_by_k"][-1] == "K=3: 50.00 ms x 2"
 
 
 def test_user_matrix_loading_and_errors(tmp_path) -> None:
