@@ -18,7 +18,8 @@ submodules is needed, and those may change)::
 - ``split_list``, ``parse_int_list``: the list syntax of the command line (``1:2:4``).
 - ``hookimpl``: the marker of the hooks in ``harness.hookspecs`` (see that module's docs).
 - ``run_once`` (also ``harness.testing.run_once``): a workload's repeats in-process, for a plugin's
-  unit tests.
+  unit tests; ``judge_once`` and ``judge_control_once``: its claims judged so, on the case and on
+  a claim's control.
 
 Names are imported on first use (PEP 562), so ``import harness`` costs next to nothing: the
 command line and a worker load only what they touch, and pandas only when a DataFrame is asked for.
@@ -44,7 +45,8 @@ _EXPORTS = {
     "hardware_profiles": "harness.hardware.profiles", "pyplot": "harness.plotting",
     "save_figure": "harness.plotting", "draw_rooflines": "harness.plotting", "plain_log_ticks": "harness.plotting",
     "split_list": "harness.params",
-    "parse_int_list": "harness.params", "run_once": "harness.testing",
+    "parse_int_list": "harness.params", "run_once": "harness.testing", "judge_once": "harness.testing",
+    "judge_control_once": "harness.testing",
 }
 
 __all__ = [*_EXPORTS, "__version__"]
@@ -73,5 +75,5 @@ if TYPE_CHECKING:   # for type checkers and IDEs: the same names, eagerly
     from harness.plotting import draw_rooflines, plain_log_ticks, pyplot, save_figure  # noqa: F401
     from harness.protocol.context import RunContext  # noqa: F401
     from harness.results.record import Record  # noqa: F401
-    from harness.testing import run_once  # noqa: F401
+    from harness.testing import judge_control_once, judge_once, run_once  # noqa: F401
     from harness.workload import Workload  # noqa: F401

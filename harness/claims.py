@@ -19,81 +19,19 @@ A claim should name a :class:`Control`: a case under which it must come out ``fa
 """
 from __future__ import annotations
 
-import math
-import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from harness.baseline_rule import is_baseline
-from harness.intervals import DEFAULT_CONFIDENCE, Arm
+from harness.intervals import DEFAULT_CONFIDENCE
+from harness.verdicts import (COMPARISONS, MIN_EQUAL_N, RELATIVE_TRANSFORMS, STATUSES, NotANumber, Status, as_arm,
+                              judge_arms, not_at_quality)
 
-Status = Literal["pass", "fail", "inconclusive", "not_evaluated", "not_applicable", "premise_absent"]
-STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated", "not_applicable",
-                                "premise_absent")
 KINDS = ("continuous", "proportion", "bounded")
 CONTROL_KINDS = ("ablation", "sanity")
 CORE_RULES = ("equal", "per_rank")   # a rank-count baseline's cores: the case's total, or its per-rank threads
-# Replicates that are all equal give a zero-width interval: it decides only from this many. Why 5:
-# 5 equal outcomes of 5 bound the share of runs that would come out otherwise below 45 % (one-sided
-# 95 %, Clopper-Pearson: 1 - 0.05 ** (1/5)); 3 equal ones only below 63 %, "most runs" not shown.
-# A claim on a figure that is the same in every run by construction declares it "exact" instead.
-MIN_EQUAL_N = 5
 POINT_ESTIMATE = "point estimate (judged without an interval, before record schema 3)"
-
-COMPARISONS = {
-    ">=": operator.ge,
-    ">": operator.gt,
-    "<=": operator.le,
-    "<": operator.lt,
-    "==": operator.eq,
-}
-
-RELATIVE_TRANSFORMS = {
-    "reduction": lambda value, base: 1.0 - value / base,   # 0.98 = 98% less than the baseline
-    "speedup": lambda value, base: base / value,           # 16 = 16x faster than the baseline
-    "ratio": lambda value, base: value / base,
-    "difference": lambda value, base: value - base,        # -0.01 = one point below the baseline
-}
-
-
-def as_arm(value: Any) -> Arm | None:
-    """An :class:`Arm` from what callers hold: an Arm, a list of numbers (replicates over
-    repeats) or one number (a single replicate); None when there is no number."""
-    if isinstance(value, Arm):
-        return value if value.values else None
-    if isinstance(value, (list, tuple)):
-        numbers = [as_number(v) for v in value]
-        return Arm(tuple(numbers)) if numbers and all(n is not None for n in numbers) else None  # type: ignore[arg-type]
-    number = as_number(value)
-    return None if number is None else Arm((number,))
-
-
-class NotANumber(str):
-    """Evidence for a metric that was reported but is no figure a claim can judge: the text says
-    what it was ("is a str ('fast'), not a finite number")."""
-
-
-def not_a_number(value: Any) -> NotANumber:
-    if isinstance(value, float):
-        what = "NaN" if value != value else "infinite"
-    elif isinstance(value, int) and not isinstance(value, bool):
-        what = f"an integer of {len(str(abs(value)))} digits, too large for a float"
-    else:
-        what = f"a {type(value).__name__} ({str(value)[:40]!r})"
-    return NotANumber(f"is {what}, not a finite number")
-
-
-def as_number(value: Any) -> float | None:
-    """``value`` as a finite float when it is a real number (not a bool), else None (an int too
-    large for a float, NaN and the infinities are not figures a claim can judge)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)
@@ -311,8 +249,6 @@ class Claim:
                 spec = ", ".join(f"{k}={v}" for k, v in self.relative_to.items())
                 return self._verdict("not_evaluated", f"no usable baseline case with {spec} in this run: "
                                                       f"add {spec} to the sweep")
-        from harness.judging import judge_arms, not_at_quality   # judging imports this module
-
         verdict = self._verdict("not_evaluated", "")
         if self.at_quality:
             verdict.not_at_quality = not_at_quality(evidence, baseline if self.relative_to is not None else None)

@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 
 from harness.claims import ClaimVerdict
-from harness.judging import rejudge
+from harness.verdicts import rejudge
 
 CORRECTIONS = ("holm", "bh", "none")
 DEFAULT_CORRECTION = "holm"

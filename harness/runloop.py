@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.claims import summarize_claims
-from harness.until_decided import Budget, until_decided
+from harness.until_decided import Budget, undecided_claims, until_decided
 from harness.errors import Interrupted, check_interrupted, raise_interrupted
 from harness.execute import CaseInterrupted, Session, execute, stability_note
 from harness.judging import judge_claims
@@ -89,6 +89,10 @@ class RunLoop:
         """Whether the case gets rounds of more repeats while its claims are inconclusive."""
         return (self.until_decided or case.until_decided) and record.ok
 
+    def undecided(self, record: Record) -> list[str]:
+        """What more repeats of this case could still decide (its inconclusive claims, here)."""
+        return undecided_claims(record)
+
     # the loop ---------------------------------------------------------------------------------
 
     def run(self, cases: list[Case]) -> list[Finished]:
@@ -135,7 +139,7 @@ class RunLoop:
         if self.wants_more(case, record):
             until_decided(record, case, self.budget, lambda c: self._execute(c, None, live),
                           lambda r: self.judge(case, r), self.session.unstable_cov,
-                          lambda text: self._say(f"{prefix} {text}"))
+                          lambda text: self._say(f"{prefix} {text}"), wanting=self.undecided)
         return record
 
     def _execute(self, case: Case, show: Callable[[str], None] | None, live: bool) -> Record:

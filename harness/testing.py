@@ -1,10 +1,14 @@
-"""Unit-testing a workload without the command line: :func:`run_once`.
+"""Unit-testing a workload without the command line: :func:`run_once`, :func:`judge_once`,
+:func:`judge_control_once`.
 
 A plugin's own tests call ``run_once(MyWorkload(), size="smoke")`` and assert on the metrics. It
 runs in the test's process (no child, no MPI launcher): the workload is checked against the
 contract as the registry checks it, its params are resolved and checked as a run resolves them,
 and ``setup``, the repeats and ``teardown`` run with a real phase clock, so ``ctx.clock.phase()``,
 ``ctx.replicates()`` and the metric checks behave as they do under ``harness run``.
+``judge_once`` judges the workload's claims on such a run (and their baselines'), and
+``judge_control_once`` one claim on its control case, with the intervals of ``harness run`` and
+``harness controls``: a plugin's tests can assert that a claim passes, and that it fails where it must.
 """
 from __future__ import annotations
 
@@ -36,6 +40,14 @@ class RunOnceResult(dict):
     ctx: RunContext
 
 
+def _checked(workload: Workload | type[Workload]) -> Workload:
+    """The workload checked against the contract as registration checks it; UsageError if it breaks it."""
+    checked, why = checked_workload(workload)
+    if checked is None:
+        raise UsageError(why)
+    return checked
+
+
 def prepare(workload: Workload | type[Workload], size: str = "smoke", params: dict[str, Any] | None = None, *,
             threads: int = 1, artifact_dir: str | pathlib.Path | None = None, mpi: bool | None = None,
             profile_dirs: list[pathlib.Path] | None = None) -> tuple[Workload, RunContext]:
@@ -44,9 +56,7 @@ def prepare(workload: Workload | type[Workload], size: str = "smoke", params: di
     Raises ``UsageError`` when the workload breaks the contract or a param is bad."""
     from harness.protocol.comm import ProfiledComm
 
-    checked, why = checked_workload(workload)
-    if checked is None:
-        raise UsageError(why)
+    checked = _checked(workload)
     resolved = checked.resolve_params(size, params or {})
     checked.check_params(resolved)
     clock = PhaseClock()
@@ -102,3 +112,82 @@ def run_once(workload: Workload | type[Workload], size: str = "smoke", params: d
     result.phases_per_repeat, result.metric_samples = done.phases, done.metric_samples
     result.replicates, result.seconds, result.ctx = done.replicates, done.samples, ctx
     return result
+
+
+def _evidence(checked: Workload, result: RunOnceResult) -> dict[str, Any]:
+    """What a claim is judged on, from an in-process run, as from a record: a seed's value is its
+    mean over the repeats (as the worker keeps it)."""
+    from harness.judging import evidence
+
+    replicates = {k: {rid: sum(v) / len(v) for rid, v in by_id.items() if v}
+                  for k, by_id in result.replicates.items()}
+    return evidence(dict(result), result.metric_samples, replicates, checked.variation)
+
+
+def _in_process(checked: Workload, size: str, params: dict[str, Any], repeats: int, warmup: int,
+                threads: int, artifact_dir: str | pathlib.Path | None,
+                mpi: bool | None) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    """(evidence, judged params) of one case run here, or why it cannot run in one process."""
+    params = dict(params)
+    ranks = int(params.pop("ranks", 1))
+    threads = int(params.pop("threads", threads))
+    repeats = max(repeats, int(params.pop("repeats", 0)))
+    if ranks != 1:
+        return f"needs {ranks} ranks, and this process is one: use `harness run` or `harness controls`"
+    result = run_once(checked, size, params, repeats=repeats, warmup=warmup, threads=threads,
+                      artifact_dir=artifact_dir, mpi=mpi)
+    return _evidence(checked, result), {"size": size, **result.ctx.params, "ranks": 1, "threads": threads}
+
+
+def judge_once(workload: Workload | type[Workload], size: str = "smoke", params: dict[str, Any] | None = None, *,
+               repeats: int = 3, warmup: int = 0, threads: int = 1,
+               artifact_dir: str | pathlib.Path | None = None, mpi: bool | None = None) -> list:
+    """Every claim of ``workload`` judged on this case, in this process, with the intervals of
+    ``harness run``: the case runs through :func:`run_once` (``repeats`` measured repeats), and a
+    relative claim's baseline (the case with the claim's ``relative_to`` on top) runs the same
+    way. Returns one :class:`~harness.claims.ClaimVerdict` per claim, in the workload's order. A
+    baseline on another rank count cannot run in one process: that verdict is ``not_evaluated``
+    and says so."""
+    checked = _checked(workload)
+    here = _in_process(checked, size, params or {}, repeats, warmup, threads, artifact_dir, mpi)
+    if isinstance(here, str):
+        raise UsageError(f"judge_once: the case {here}")
+    case, judged = here
+    verdicts = []
+    for claim in checked.claims:
+        verdict = claim.evaluate(case, judged)
+        if claim.relative_to and verdict.status == "not_evaluated":
+            base = _in_process(checked, size, {**(params or {}), **claim.relative_to}, repeats, warmup, threads,
+                               artifact_dir, mpi)
+            verdict = (claim._verdict("not_evaluated", f"its baseline {base}") if isinstance(base, str)
+                       else claim.evaluate(case, judged, base[0]))
+        verdicts.append(verdict)
+    return verdicts
+
+
+def judge_control_once(workload: Workload | type[Workload], claim: str | int, size: str = "smoke", *,
+                       repeats: int = 3, warmup: int = 0, threads: int = 1,
+                       artifact_dir: str | pathlib.Path | None = None, mpi: bool | None = None):
+    """One claim (its text, ``claim.text``, or its index) judged on its :class:`~harness.claims.Control`
+    case at ``size``, in this process, as ``harness controls`` judges it: the claim must come out
+    ``fail`` (a unit test that the claim can fail). A relative claim's baseline is the control
+    case with the claim's ``relative_to`` on top. A control on more than one rank cannot run in
+    one process: that verdict is ``not_evaluated`` and says so."""
+    checked = _checked(workload)
+    found = (checked.claims[claim] if isinstance(claim, int)
+             else next((c for c in checked.claims if c.text == claim), None))
+    if found is None:
+        raise UsageError(f"claim {claim!r}: {checked.name} has the claims "
+                         f"{'; '.join(c.text for c in checked.claims)}")
+    if found.control is None:
+        raise UsageError(f"claim {found.text!r} of {checked.name} declares no control: give it one")
+    here = _in_process(checked, size, dict(found.control.params), repeats, warmup, threads, artifact_dir, mpi)
+    if isinstance(here, str):
+        return found._verdict("not_evaluated", f"its control {here}")
+    base = None
+    if found.relative_to:
+        base = _in_process(checked, size, found.control.baseline_params(found.relative_to), repeats, warmup,
+                           threads, artifact_dir, mpi)
+        if isinstance(base, str):
+            return found._verdict("not_evaluated", f"its control's baseline {base}")
+    return found.evaluate_control(here[0], None if base is None else base[0])

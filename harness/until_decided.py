@@ -73,7 +73,7 @@ class Budget:
         return per_look_confidence(self.confidence, self.looks(case))
 
 
-def _wanting(record: Record) -> list[str]:
+def undecided_claims(record: Record) -> list[str]:
     """The inconclusive claims more repeats of this case could decide (their case side is
     replicated over repeats); those drawing on seeds or exact figures cannot be helped so."""
     return [v.text for v in record.claims
@@ -102,9 +102,11 @@ def merge_round(record: Record, extra: Record, unstable_cov: float) -> None:
 
 def until_decided(record: Record, case: Case, budget: Budget, execute: Callable[[Case], Record],
                   rejudge: Callable[[Record], None], unstable_cov: float,
-                  progress: Callable[[str], None] = lambda _: None) -> None:
-    """Rounds of more repeats for ``record`` until its claims are decided, its repeats reach the
-    budget's maximum, or the run's time budget is spent; the record says how it ended."""
+                  progress: Callable[[str], None] = lambda _: None,
+                  wanting: Callable[[Record], list[str]] = undecided_claims) -> None:
+    """Rounds of more repeats for ``record`` until what ``wanting`` names (its inconclusive claims,
+    by default) is decided, its repeats reach the budget's maximum, or the run's time budget is
+    spent; the record says how it ended."""
     looks_planned = budget.looks(case)
     level = budget.level(case)
     record.protocol.confidence = level
@@ -117,8 +119,8 @@ def until_decided(record: Record, case: Case, budget: Budget, execute: Callable[
         if not record.ok:
             info["stopped"] = f"the case did not run ok ({record.status})"
             break
-        wanting = _wanting(record)
-        if not wanting:
+        still = wanting(record)
+        if not still:
             undecided = [v for v in record.claims if v.status == "inconclusive"]
             info["stopped"] = ("decided" if not undecided else
                                "more repeats cannot help: the inconclusive claims draw on seeds or the baseline")
@@ -134,7 +136,7 @@ def until_decided(record: Record, case: Case, budget: Budget, execute: Callable[
             info["budget_exhausted"] = True
             break
         more = min(total, budget.max_repeats - total)
-        progress(f"inconclusive ({'; '.join(wanting)[:100]}): {more} more repeat(s)")
+        progress(f"inconclusive ({'; '.join(still)[:100]}): {more} more repeat(s)")
         round_case = dataclasses.replace(case, repeats=more, first_repeat=total,
                                          timeout=max(1.0, min(case.timeout, budget.left_s)))
         t0 = time.monotonic()

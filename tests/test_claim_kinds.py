@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from harness.judging import RunIndex
-from harness.claims import MIN_EQUAL_N, Claim, Premise
+from harness.claims import Claim, Premise
+from harness.verdicts import MIN_EQUAL_N
 from harness.params import Param
 from harness.plan import Case
 from harness.results.record import WorkloadInfo

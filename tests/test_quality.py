@@ -104,7 +104,7 @@ def test_the_baseline_of_a_relative_claim_must_be_at_quality_too() -> None:
 
 def test_rejudging_keeps_a_figure_that_was_not_at_quality_undecided() -> None:
     from harness.claims import ClaimVerdict
-    from harness.judging import rejudge
+    from harness.verdicts import rejudge
 
     cut = CLAIM.evaluate({"dice": [0.8, 0.81, 0.79], "reached_quality": [1, 0, 1]})
     again = rejudge(ClaimVerdict.from_json(cut.to_json()), 0.5)

@@ -2,7 +2,7 @@ import pytest
 
 from harness import Claim, Param, Workload
 from harness.claims import ClaimVerdict
-from harness.judging import rejudge
+from harness.verdicts import rejudge
 from harness.intervals import Arm
 from harness.errors import UsageError
 

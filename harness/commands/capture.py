@@ -22,12 +22,13 @@ from typing import Any
 from harness import __version__
 from harness.commands.common import console, registry
 from harness.commands.info import info_document
-from harness.commands.run import add_machine_name_option, run_parser
+from harness.commands.run import add_machine_name_option, run
 from harness.hardware.identity import identity, profile_relation
 from harness.workload_version import workload_version
 from harness.atomic import write_atomic
 from harness.errors import Interrupted, UsageError
 from harness.software import git_info
+from harness.request import RunRequest
 from harness.results.store import RESULTS_NAME, read_records
 
 MANIFEST_NAME = "manifest.json"
@@ -125,24 +126,17 @@ def _write_json(path: pathlib.Path, doc: dict[str, Any]) -> None:
     write_atomic(path, json.dumps(doc, indent=2, default=str) + "\n")
 
 
-def _run_argv(what: list[str], results: pathlib.Path, args: argparse.Namespace, resume: bool) -> list[str]:
-    argv = ["run", *what, "--out", str(results)]
-    if args.backend:
-        argv += ["--backend", args.backend]
-    if args.timeout is not None:
-        argv += ["--timeout", str(args.timeout)]
-    if args.machine_name:
-        argv += ["--machine-name", args.machine_name]
-    return argv + (["--resume"] if resume else [])
+def _request(what: dict[str, str], results: pathlib.Path, args: argparse.Namespace) -> RunRequest:
+    """The run of one suite (or the roofline) into the capture's results, resuming what is there."""
+    return RunRequest(**what, out=str(results), backend=args.backend, timeout=args.timeout,
+                      machine_name=args.machine_name, resume=True)
 
 
 def _plans_roofline(suite: str, args: argparse.Namespace) -> bool:
     """Whether the suite has a roofline case (then the capture adds none); bad suites raise here,
     before anything runs."""
-    from harness.commands.run import plan_cases
-
-    run_args = run_parser().parse_args(_run_argv(["--suite", suite], pathlib.Path("unused"), args, False))
-    return any(c.workload == "roofline" for c in plan_cases(run_args, registry()))
+    request = _request({"suite": suite}, pathlib.Path("unused"), args)
+    return any(c.workload == "roofline" for c in request.cases(registry()))
 
 
 def _count(results: pathlib.Path) -> dict[str, int]:
@@ -156,8 +150,8 @@ def _count(results: pathlib.Path) -> dict[str, int]:
 def main(args: argparse.Namespace) -> int:
     out = pathlib.Path(args.out)
     suites = args.suite or ["all"]
-    runs = [] if any(_plans_roofline(s, args) for s in suites) else [["--workload", "roofline"]]
-    runs += [["--suite", s] for s in suites]
+    runs = [] if any(_plans_roofline(s, args) for s in suites) else [{"workload": "roofline"}]
+    runs += [{"suite": s} for s in suites]
     info, _ = info_document([])
     me = identity(info["hardware"], args.machine_name)
     if out.is_dir():
@@ -184,10 +178,10 @@ def main(args: argparse.Namespace) -> int:
     ended, code = "interrupted", 130
     try:
         for what in runs:
-            console.print(f"[bold]capture:[/bold] harness {' '.join(what)} -> {results}")
-            run_args = run_parser().parse_args(_run_argv(what, results, args, resume=True))
-            run_code = int(run_args.func(run_args))
-            manifest["runs"].append({"what": " ".join(what), "exit": run_code})
+            said = " ".join(f"--{k} {v}" for k, v in what.items())
+            console.print(f"[bold]capture:[/bold] harness run {said} -> {results}")
+            run_code = run(_request(what, results, args))
+            manifest["runs"].append({"what": said, "exit": run_code})
             _write_json(out / MANIFEST_NAME, manifest)
         code = max((r["exit"] for r in manifest["runs"]), default=0)
         ended = "complete"

@@ -15,7 +15,7 @@ from harness import junit
 from harness.claims import ControlOutcome
 from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table, warn,
                                      warn_problems)
-from harness.commands.run import check_protocol_options, decision_budget
+from harness.request import check_protocol_limits, decision_budget
 from harness.controls import DEFAULT_SIZE, ControlPlan, cases_in_order, judge, plan_controls
 from harness.until_decided import DEFAULT_BUDGET_S, Budget
 from harness.execute import Session
@@ -88,8 +88,8 @@ CONTROL_MAX_REPEATS = 12
 
 
 def main(args: argparse.Namespace) -> int:
-    check_protocol_options(args)
-    budget = decision_budget(args)
+    check_protocol_limits(repeats=args.repeats, warmup=args.warmup, timeout=args.timeout)
+    budget = decision_budget(args.max_repeats, args.budget, args.confidence)
     junit_file = junit.check_target(args.junit)
     started = time.monotonic()
     reg = registry()

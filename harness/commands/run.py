@@ -7,7 +7,7 @@ import pathlib
 import sys
 import uuid
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
 
 from rich.markup import escape
 
@@ -15,18 +15,16 @@ from harness import junit
 from harness.judging import RunIndex
 from harness.claims import summarize_claims
 from harness.commands.common import (add_confidence_option, add_correction_option, console, err_console, machine, registry, warn,
-                                     UsageParser, warn_problems, warn_unreadable)
-from harness.until_decided import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
+                                     warn_problems, warn_unreadable)
+from harness.until_decided import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS
 from harness.errors import Interrupted, UsageError
 from harness.hardware.identity import display, profile_relation
 from harness.execute import Session, prepare_launch, skip_reason
 from harness.launch.launcher import LAUNCHERS, Launcher
-from harness.launch.slurm import script_text_problem
 from harness.outdir import claim_work_dir, lock_out, prepare_out, remove_stale_work
-from harness.params import parse_int_list
-from harness.plan import (LIMITS, Case, Overrides, expand, find_suite, parse_param_options, read_suite,
-                          within_limits)
+from harness.plan import Case
 from harness.registry import Registry
+from harness.request import RunRequest
 from harness.report.closing import closing_table
 from harness.results.store import RESULTS_NAME, read_records, stored_form
 from harness.runloop import Finished, RunLoop
@@ -46,17 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def run_parser() -> argparse.ArgumentParser:
-    """A parser of `harness run` alone, for a command that runs suites itself (capture), without
-    the whole command line's parser (which imports every command, that command among them)."""
-    parser = UsageParser(prog="harness")
-    register(parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=UsageParser))
-    return parser
-
-
-def add_case_options(p: argparse.ArgumentParser) -> None:
-    """The options that choose the cases and where records go (shared with `harness submit`)."""
-    what = p.add_mutually_exclusive_group(required=True)
+def add_case_options(p: argparse.ArgumentParser, required: bool = True) -> None:
+    """The options that choose the cases and where records go (shared with `harness submit` and
+    `harness check`, where the selection is optional)."""
+    what = p.add_mutually_exclusive_group(required=required)
     what.add_argument("--suite", help="suite name (see `harness list suites`) or path to a suite TOML")
     what.add_argument("--workload", help="one workload name, or several separated by commas")
     p.add_argument("--backend", help="compute backend to request and verify, or several separated by "
@@ -104,111 +95,53 @@ def add_machine_name_option(p: argparse.ArgumentParser) -> None:
                         "the label made from its facts, it does not change the machine's key")
 
 
-def case_argv(args: argparse.Namespace) -> list[str]:
-    """The options of :func:`add_case_options` as a command line again (for a batch script)."""
-    out = ["--suite", args.suite] if args.suite else ["--workload", args.workload]
-    for name in ("backend", "size", "ranks", "threads", "repeats", "launches", "warmup", "timeout"):
-        value = getattr(args, name)
-        if value is not None:
-            out += [f"--{name}", str(value)]
-    for param in args.param:
-        out += ["--param", param]
-    out += ["--out", str(pathlib.Path(args.out).resolve())]
-    if getattr(args, "machine_name", None):
-        out += ["--machine-name", args.machine_name]
-    if args.resume:
-        out.append("--resume")
-    if args.oversubscribe:
-        out.append("--oversubscribe")
-    out += [f"--launcher-arg={a}" for a in args.launcher_arg]
-    out += ["--confidence", str(args.confidence), "--correction", args.correction]
-    if args.until_decided:
-        out += ["--until-decided", "--max-repeats", str(args.max_repeats)]
-    if args.budget is not None:
-        out += ["--budget", str(args.budget)]
-    if args.junit is not None:
-        out += ["--junit", str(pathlib.Path(args.junit).resolve())]
-    return out
-
-
-def plan_cases(args: argparse.Namespace, reg: Registry) -> list[Case]:
-    """Every case the options select, fully resolved; bad input raises UsageError."""
-    check_protocol_options(args)
-    decision_budget(args)
-    backends = None
-    if args.backend is not None:
-        backends = [b.strip() for b in args.backend.split(",")]
-        if not all(backends):
-            raise UsageError(f"--backend {args.backend!r}: an empty name; give names separated by commas "
-                             "(see `harness list backends`)")
-    overrides = Overrides(size=args.size, backends=backends, ranks=_int_list(args.ranks, "--ranks"),
-                          threads=_int_list(args.threads, "--threads"), repeats=args.repeats, launches=args.launches,
-                          warmup=args.warmup,
-                          timeout=args.timeout, params=parse_param_options(args.param))
-    cases = expand(_entries(args), reg, overrides)
-    if not cases:
-        raise UsageError("the selection has no cases (is any workload registered? `harness list`)")
-    return cases
-
-
-def decision_budget(args: argparse.Namespace) -> Budget:
-    """--max-repeats and --budget checked, as the run's :class:`~harness.until_decided.Budget`."""
-    lo, hi = LIMITS["repeats"]
-    if not lo <= args.max_repeats <= hi:
-        raise UsageError(f"--max-repeats {args.max_repeats}: must be between {lo} and {hi}")
-    seconds = parse_duration(args.budget) if args.budget is not None else DEFAULT_BUDGET_S
-    return Budget(max_repeats=args.max_repeats, seconds=seconds, confidence=args.confidence)
-
-
-def _int_list(text: str | None, option: str) -> list[int] | None:
-    lo, hi = LIMITS[option.removeprefix("--")]
-    return None if text is None else parse_int_list(text, option, lo, hi)
-
-
-def check_protocol_options(args: argparse.Namespace) -> None:
-    """--repeats, --launches, --warmup and --timeout inside LIMITS (shared with `harness controls`)."""
-    for name in ("repeats", "launches", "warmup", "timeout"):
-        value = getattr(args, name, None)
-        if value is not None and not within_limits(name, value):
-            raise UsageError("--{} {}: must be a finite number between {:g} and {:g}".format(name, value, *LIMITS[name]))
-
-
-def _entries(args: argparse.Namespace) -> list[dict[str, Any]]:
-    if args.suite:
-        return read_suite(find_suite(args.suite, registry()))["case"]
-    names = [n.strip() for n in args.workload.split(",") if n.strip()]
-    if not names:
-        raise UsageError("--workload: give at least one workload name")
-    return [{"workload": names}]
+def request_from_args(args: argparse.Namespace, launcher: Launcher | None = None) -> RunRequest:
+    """The options of :func:`add_case_options` (and run's launcher options) as a checked request."""
+    if launcher is None:
+        launcher = Launcher(kind=args.launcher, nodes=args.nodes, extra_args=tuple(args.launcher_arg))
+    return RunRequest(suite=args.suite, workload=args.workload, backend=args.backend, size=args.size,
+                      ranks=args.ranks, threads=args.threads, param=tuple(args.param), repeats=args.repeats,
+                      launches=args.launches, warmup=args.warmup, timeout=args.timeout,
+                      out=args.out, machine_name=args.machine_name, correction=args.correction,
+                      confidence=args.confidence, resume=args.resume, oversubscribe=args.oversubscribe,
+                      junit=args.junit,
+                      until_decided=args.until_decided, max_repeats=args.max_repeats, budget=args.budget,
+                      launcher=launcher)
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.nodes is not None and args.nodes < 1:
-        raise UsageError(f"--nodes {args.nodes}: must be >= 1")
-    for a in args.launcher_arg:
-        problem = script_text_problem("--launcher-arg", a)
-        if problem:
-            raise UsageError(problem)
-    launcher = Launcher(kind=args.launcher, nodes=args.nodes, extra_args=tuple(args.launcher_arg))
-    why = launcher.problem()
+    return run(request_from_args(args).replace(dry_run=args.dry_run))
+
+
+def run(request: RunRequest) -> int:
+    """Run what ``request`` selects into its results folder; the exit status of `harness run`."""
+    return run_with(request, RunLoop)[0]
+
+
+def run_with(request: RunRequest, make_loop: Callable[..., RunLoop]) -> tuple[int, RunLoop | None]:
+    """:func:`run` with the loop ``make_loop(session, results_file, console, budget, until_decided=,
+    warn=)`` makes (a subclass that judges more, as `harness check`'s): (exit status, the loop;
+    None after a dry run)."""
+    why = request.launcher.problem()
     if why:
         raise UsageError(why)
-    junit_file = junit.check_target(args.junit)
+    launcher = request.launcher
+    junit_file = junit.check_target(request.junit)
     reg = registry()
     warn_problems(reg.problems)
-    cases = plan_cases(args, reg)
-    if args.dry_run:
-        return _dry_run(cases, reg, launcher, args.oversubscribe)
-    out = prepare_out(args.out)
+    cases = request.cases(reg)
+    if request.dry_run:
+        return _dry_run(cases, reg, launcher, request.oversubscribe), None
+    out = prepare_out(request.out)
     results_file = out / RESULTS_NAME
-    out_lock = lock_out(out, exclusive=args.resume)  # noqa: F841 - held until the process ends
+    out_lock = lock_out(out, exclusive=request.resume)  # noqa: F841 - held until the process ends
     stale = remove_stale_work(out)
     if stale:
         err_console.print(f"note: removed the work folders of {stale} earlier run(s) in {out}/.work "
                           "(killed or finished; their records keep the output tails)", markup=False)
 
     done: set[str] = set()
-    if args.resume:
+    if request.resume:
         previous, problems = read_records(results_file)
         done = {r.case_id for r in previous if r.ok}
         warn_unreadable(problems)
@@ -221,10 +154,10 @@ def main(args: argparse.Namespace) -> int:
         err_console.print(f"note: {note}", markup=False)
     run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
-                      profile_data=profile_data, launcher=launcher, oversubscribe=args.oversubscribe,
-                      confidence=args.confidence, machine_name=args.machine_name)
-    budget = decision_budget(args)
-    if args.resume:
+                      profile_data=profile_data, launcher=launcher, oversubscribe=request.oversubscribe,
+                      confidence=request.confidence, machine_name=request.machine_name)
+    budget = request.decision_budget()
+    if request.resume:
         session.index = RunIndex(previous)
     work_lock = claim_work_dir(session.work_dir)  # noqa: F841 - held until the process ends
     me = session.identity
@@ -232,7 +165,7 @@ def main(args: argparse.Namespace) -> int:
     console.print(escape(f"run {run_id}: {len(todo)} case(s) on {display(me)} [{me['key']}]"
                          f"{f' ({relation})' if relation else ''} -> {results_file}"))
 
-    loop = RunLoop(session, results_file, console, budget, until_decided=args.until_decided, warn=warn)
+    loop = make_loop(session, results_file, console, budget, until_decided=request.until_decided, warn=warn)
     try:
         finished = loop.run(todo)
     except Interrupted as stop:
@@ -251,7 +184,7 @@ def main(args: argparse.Namespace) -> int:
     total = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     console.print(f"done: {total or 'nothing to do'}; records in {results_file}")
     if verdicts or counts["failed"] or counts["timeout"]:
-        console.print(closing_table([(f.case, f.record) for f in finished], args.correction, args.confidence))
+        console.print(closing_table([(f.case, f.record) for f in finished], request.correction, request.confidence))
     if verdicts:
         console.print(f"claims: {summarize_claims(verdicts)}")
     outputs_lost = False
@@ -267,8 +200,8 @@ def main(args: argparse.Namespace) -> int:
         reasons = sorted({f.record.reason for f in finished if f.record.status == "skipped"})
         print(f"harness: error: nothing ran: all {len(todo)} case(s) were skipped "
               f"({'; '.join(reasons)[:300]})", file=sys.stderr)
-        return 2
-    return 1 if counts["failed"] or counts["timeout"] or outputs_lost else 0
+        return 2, loop
+    return (1 if counts["failed"] or counts["timeout"] or outputs_lost else 0), loop
 
 
 def _write_junit(path: pathlib.Path, run_id: str, results_file: pathlib.Path, finished: list[Finished],

@@ -13,7 +13,8 @@ import sys
 
 from harness import __version__, junit
 from harness.commands.common import console, err_console, registry, warn_problems
-from harness.commands.run import add_case_options, case_argv, plan_cases
+from harness.commands.run import add_case_options, request_from_args
+from harness.launch.launcher import Launcher
 from harness.atomic import write_atomic
 from harness.errors import UsageError
 from harness.safe_text import slurm_filename
@@ -60,9 +61,12 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--sbatch-arg {a!r}: give an sbatch option such as --exclusive "
                              "(write --sbatch-arg=--opt=value)")
     junit.check_target(args.junit)      # written by the job: on a folder the compute nodes share
+    # inside the job every case is an srun step of the allocation
+    request = request_from_args(args, Launcher("srun", args.nodes if args.nodes > 1 else None,
+                                               tuple(args.launcher_arg)))
     reg = registry()
     warn_problems(reg.problems)
-    cases = plan_cases(args, reg)
+    cases = request.cases(reg)
     ntasks = max(c.ranks for c in cases)
     if args.nodes > ntasks:
         raise UsageError(f"--nodes {args.nodes}: the largest case has {ntasks} rank(s); "
@@ -72,9 +76,7 @@ def main(args: argparse.Namespace) -> int:
                    time=args.time, job_name=args.job_name,
                    output=pathlib.Path(slurm_filename(out)) / "slurm-%j.out",
                    partition=args.partition, account=args.account, extra=list(args.sbatch_arg))
-    command = [sys.executable, "-m", "harness", "run", *case_argv(args), "--launcher", "srun"]
-    if args.nodes > 1:
-        command += ["--nodes", str(args.nodes)]
+    command = [sys.executable, "-m", "harness", "run", *request.argv()]
     header = (f"Written by `harness submit` (hpml-harness {__version__}) on "
               f"{_dt.datetime.now().isoformat(timespec='seconds')}:\n{len(cases)} case(s), each an srun "
               "step of this allocation; records in\n" + str(out / "results.jsonl"))

@@ -25,18 +25,26 @@ class Launcher:
     nodes: int | None = None
     extra_args: tuple[str, ...] = ()
 
-    def problem(self) -> str | None:
-        """Why this launcher cannot be used at all here (checked once, before any case)."""
+    def usage_problem(self) -> str | None:
+        """Why these settings make no sense anywhere (an unknown kind, srun options without srun)."""
         if self.kind not in LAUNCHERS:
             return f"--launcher {self.kind}: choose one of {', '.join(LAUNCHERS)}"
+        if self.nodes is not None and self.nodes < 1:
+            return f"--nodes {self.nodes}: must be >= 1"
+        if self.kind != "srun" and (self.nodes is not None or self.extra_args):
+            return "--nodes and --launcher-arg only apply to --launcher srun"
+        return None
+
+    def problem(self) -> str | None:
+        """Why this launcher cannot be used here and now (checked once, before any case)."""
+        if self.usage_problem():
+            return self.usage_problem()
         if self.kind == "srun":
             if find_srun() is None:
                 return "--launcher srun: srun is not on PATH; run inside a Slurm allocation"
             if not in_allocation():
                 return ("--launcher srun needs a Slurm allocation (SLURM_JOB_ID is unset): "
                         "use `harness submit` to make one, or salloc")
-        elif self.nodes is not None or self.extra_args:
-            return "--nodes and --launcher-arg only apply to --launcher srun"
         return None
 
     def skip_reason(self, ranks: int) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.claims import as_number
+from harness.verdicts import as_number
 from harness.plotting import plain_log_ticks
 from harness.plotting import pyplot as _plt
 from harness.safe_text import one_line

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from harness.claims import ClaimVerdict, counts_text
-from harness.judging import rejudge
+from harness.verdicts import rejudge
 from harness.intervals import level_text
 from harness.multiplicity import NAMES, NOT_CORRECTED, corrected_statuses
 from harness.report.units import energy_text

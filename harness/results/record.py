@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.baseline_rule import CaseKey
-from harness.claims import POINT_ESTIMATE, ClaimVerdict, as_number
+from harness.claims import POINT_ESTIMATE, ClaimVerdict
+from harness.verdicts import as_number
 from harness.hardware.identity import display, identity
 from harness.hardware.peaks import IMPOSSIBLE
 

@@ -1,13 +1,12 @@
-"""harness/judging.py in-process: the verdict from the interval, rejudging, the run index and the
-time-sliced downgrade."""
+"""harness/judging.py in-process: the run index (a case against its baseline), the time-sliced
+downgrade and the evidence a claim is judged on."""
 from __future__ import annotations
 
 import pytest
 
 from conftest import make_record
 from harness import Claim
-from harness.intervals import Arm
-from harness.judging import RunIndex, decide, judge_claims, record_evidence, rejudge
+from harness.judging import RunIndex, judge_claims, record_evidence
 from harness.plan import Case
 from harness.results.record import LaunchInfo, WorkloadInfo
 
@@ -30,14 +29,6 @@ def _record(msf: int, seconds: float, **changes):
     return make_record(**{**fields, **changes})
 
 
-def test_decide_needs_the_whole_interval_on_one_side() -> None:
-    from harness.intervals import Interval
-
-    assert decide(Interval(2.0, 1.6, 2.4, "t", 0.95, 5), ">=", 1.5) == "pass"
-    assert decide(Interval(1.0, 0.9, 1.1, "t", 0.95, 5), ">=", 1.5) == "fail"
-    assert decide(Interval(1.5, 1.2, 1.8, "t", 0.95, 5), ">=", 1.5) == "inconclusive"
-
-
 def test_the_index_finds_the_baseline_and_judges_the_case_against_it() -> None:
     index = RunIndex([_record(1, 2.0)])
     (verdict,) = index.verdicts(_case(64), _W(), _record(64, 1.0))
@@ -56,14 +47,6 @@ def test_a_time_sliced_case_judges_nothing() -> None:
     assert verdict.status == "not_evaluated" and verdict.reason.startswith("4 ranks x 1 thread")
     assert verdict.interval is None and verdict.measured is None
     assert RunIndex([record]).records == []   # nor is it anyone's baseline
-
-
-def test_rejudging_at_another_level_reuses_the_kept_replicates() -> None:
-    claim = Claim("acc", ">=", 0.9)
-    verdict = claim.evaluate({"acc": Arm((0.93, 0.95, 0.94, 0.96, 0.92))})
-    assert verdict.status == "pass"
-    wider = rejudge(verdict, 0.9999)
-    assert wider.interval[0] < verdict.interval[0] and wider.replicates == verdict.replicates
 
 
 def test_record_evidence_takes_the_replicates_the_variation_declares() -> None:

@@ -1,5 +1,6 @@
-"""Unit tests of the example workload: run in-process with harness.testing.run_once."""
-from harness.testing import run_once
+"""Unit tests of the example workload, in-process with harness.testing: the metrics, the claim
+judged as `harness run` judges it, and the claim failing under its control."""
+from harness.testing import judge_control_once, judge_once, run_once
 from harness_example import BlockMatmul
 
 
@@ -9,5 +10,7 @@ def test_the_checksum_matches_and_the_compute_phase_is_timed():
     assert metrics.phases["compute"]["count"] == 1
 
 
-def test_the_control_breaks_the_checksum():
-    assert run_once(BlockMatmul(), size="smoke", params={"corrupt": True})["checksum_ok"] == 0
+def test_the_claim_passes_and_fails_under_its_control():
+    (verdict,) = judge_once(BlockMatmul(), size="smoke", repeats=3)
+    assert verdict.status == "pass", verdict.reason
+    assert judge_control_once(BlockMatmul(), "checksum_ok == 1").status == "fail"
