@@ -1,4 +1,4 @@
-"""Results that CI systems read: JUnit XML for ``harness run`` and ``harness controls``.
+"""Results that CI systems read: JUnit XML for ``harness run``, ``harness controls`` and ``harness check``.
 
 The common JUnit schema (Jenkins' junit-10.xsd, which GitLab, Jenkins and most CI read; the tests
 validate against it) has test suites of test cases, each passing, ``failure`` or ``skipped``.
@@ -14,6 +14,9 @@ Mapping:
   decided fail under its control. A control that did not make its claim fail (it passed, or
   stayed inconclusive) is a harness defect: ``failure``; a claim without a control is
   ``skipped`` (``failure`` under ``--strict``).
+* a check against a reference (``harness check``): one test case per case; ``failure`` when it is
+  decided slower than the reference by more than the tolerance, or did not run ok; ``skipped``
+  when inconclusive or without a reference; what differs from the reference's run in the text.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.atomic import write_atomic
+from harness.check import CaseCheck
 from harness.claims import ControlOutcome
 from harness.errors import UsageError
 from harness.report.tables import interval_source, measured_text
@@ -94,20 +98,20 @@ def to_xml(suites: Sequence[Suite]) -> bytes:
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8") + b"\n"
 
 
-def check_target(path: str | None) -> pathlib.Path | None:
-    """``--junit FILE`` checked before anything runs: its folder must exist, and it must not be a
+def check_target(path: str | None, option: str = "--junit") -> pathlib.Path | None:
+    """``--junit FILE`` (or another output file named by ``option``) checked before anything runs: its folder must exist, and it must not be a
     folder or a special file (a FIFO would hang the end of a long run)."""
     if path is None:
         return None
     target = pathlib.Path(path)
     if target.is_dir():
-        raise UsageError(f"--junit {path}: is a folder; give a file name such as {target / 'junit.xml'}")
+        raise UsageError(f"{option} {path}: is a folder; give a file name in it")
     if target.exists() and not target.is_file():
-        raise UsageError(f"--junit {path}: not a regular file; give a file name for the JUnit XML")
+        raise UsageError(f"{option} {path}: not a regular file; give a file name")
     if not target.parent.is_dir():
-        raise UsageError(f"--junit {path}: the folder {target.parent} does not exist; create it first")
+        raise UsageError(f"{option} {path}: the folder {target.parent} does not exist; create it first")
     if not os.access(target.parent, os.W_OK):     # a read-only file system too, even for root
-        raise UsageError(f"--junit {path}: the folder {target.parent} is not writable; give a writable place")
+        raise UsageError(f"{option} {path}: the folder {target.parent} is not writable; give a writable place")
     return target
 
 
@@ -165,5 +169,25 @@ def controls_suite(name: str, outcomes: Sequence[ControlOutcome], strict: bool, 
             tc.message = (f"the claim is {v.status.replace('_', ' ')} under its control (measured {measured_text(v)}"
                           f"{'; ' + v.reason if v.reason else ''}): a control that does not make its claim "
                           "fail is a harness defect")
+        suite.cases.append(tc)
+    return suite
+
+
+def check_suite(name: str, checks: Sequence[CaseCheck], properties: dict[str, str] | None = None,
+                seconds: float = 0.0) -> Suite:
+    """The suite of ``harness check``: one test case per case; ``failure`` when it is decided
+    slower than the reference (or did not run ok), ``skipped`` with why when it is inconclusive or
+    has no reference."""
+    suite = Suite(name=name, properties=dict(properties or {}), seconds=seconds)
+    for c in checks:
+        tc = Case(c.label.split("[", 1)[0], c.label)
+        figure = f"this / reference {c.ratio_text}" if c.ratio is not None else ""
+        detail = "\n".join([*(f"differs: {d}" for d in c.differs), *(f"claim changed: {x}" for x in c.claims_changed)])
+        if c.status in ("fail", "not ok"):
+            tc.outcome, tc.kind = "failure", "slower than the reference" if c.status == "fail" else "not ok"
+        elif c.status != "pass":
+            tc.outcome, tc.kind = "skipped", c.status
+        tc.message = "; ".join(x for x in (figure, c.reason if c.status != "pass" else "") if x)
+        tc.detail = detail
         suite.cases.append(tc)
     return suite

@@ -35,13 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run every case of a suite (or one workload) and append one "
                                    "record per case to OUT/results.jsonl.")
     add_case_options(p)
+    add_launcher_options(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="print each case and its exact launch command; run and write nothing")
+    p.set_defaults(func=main)
+
+
+def add_launcher_options(p: argparse.ArgumentParser) -> None:
+    """--launcher and --nodes (shared with `harness check`, which runs cases as run does)."""
     p.add_argument("--launcher", choices=LAUNCHERS, default="mpiexec",
                    help="how cases start: mpiexec (default; one-rank cases run as a local process) "
                         "or srun (job steps of the current Slurm allocation)")
     p.add_argument("--nodes", type=int, help="nodes per case for --launcher srun (default: Slurm's choice)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print each case and its exact launch command; run and write nothing")
-    p.set_defaults(func=main)
 
 
 def add_case_options(p: argparse.ArgumentParser, required: bool = True) -> None:
