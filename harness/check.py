@@ -7,7 +7,8 @@ same machine key (:mod:`harness.hardware.identity`), the same case (:class:`~har
 workload, size, params, backend asked for, ranks x threads) and the same workload version (the
 plugin's code and protocol); anything else is "no reference", never a pass. The figure is the ratio
 of median seconds per repeat (this run / the reference's runs, pooled) with a bootstrap interval
-(:func:`harness.intervals.ratio_of_medians`, as ``harness compare``): ``pass`` when the whole
+(:func:`harness.intervals.ratio_of_medians`, as ``harness compare``), widened by the spread
+between the reference's runs where it has several (:func:`widened`): ``pass`` when the whole
 interval is at most ``1 + tolerance`` (as fast as the reference, within the tolerance, or faster),
 ``fail`` when the whole interval is above it, ``inconclusive`` otherwise. A check says what
 differs between the two runs' conditions (:mod:`harness.history.provenance`) and which claims
@@ -21,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from harness.baseline_rule import CaseKey
 from harness.history.provenance import changes, provenance
 from harness.intervals import DEFAULT_CONFIDENCE, ratio_of_medians
 from harness.plan import case_label
@@ -31,8 +33,7 @@ MIN_SAMPLES = 3      # fewer repeats on a side give no interval worth deciding o
 CheckStatus = Literal["pass", "fail", "inconclusive", "no reference", "not ok"]
 
 
-def _case_key(record: Record) -> tuple:
-    key = record.key
+def _case_key(key: CaseKey) -> tuple:
     return (key.workload, key.size, repr(sorted(key.params.items())), key.backend, key.ranks, key.threads)
 
 
@@ -74,32 +75,61 @@ class Reference:
         self.versions: dict[tuple, set[str]] = {}
         for r in sorted((r for r in records if r.ok and r.samples), key=lambda r: r.created):
             self.machines[r.machine_key] = r.machine
-            self.runs.setdefault((r.machine_key, _case_key(r), r.workload.version), []).append(r)
-            self.versions.setdefault((r.machine_key, _case_key(r)), set()).add(r.workload.version or "unknown")
+            self.runs.setdefault((r.machine_key, _case_key(r.key), r.workload.version), []).append(r)
+            self.versions.setdefault((r.machine_key, _case_key(r.key)), set()).add(r.workload.version or "unknown")
 
     def __len__(self) -> int:
         return len(self.runs)
 
     def find(self, record: Record) -> tuple[list[Record], str]:
-        """(the reference's runs of this case, oldest first, '') or ([], why there are none)."""
-        key = (record.machine_key, _case_key(record), record.workload.version)
-        if key in self.runs:
-            return self.runs[key], ""
+        """(the reference's runs of this record's case, oldest first, '') or ([], why there are none)."""
         if record.machine_key not in self.machines:
             kinds = ", ".join(f"{label} [{k}]" for k, label in sorted(self.machines.items())) or "none"
             return [], (f"the reference holds no machine of this one's key ({record.machine} "
                         f"[{record.machine_key}]; it holds: {kinds})")
-        versions = self.versions.get((record.machine_key, _case_key(record)))
+        runs = self.runs.get((record.machine_key, _case_key(record.key), record.workload.version), [])
+        return runs, "" if runs else self._missing(record.machine_key, record.key, record.workload.version)
+
+    def runs_of(self, key: CaseKey, version: str) -> list[Record]:
+        """The runs of a planned case at a workload version, on whichever machine the reference
+        holds (a capture holds one)."""
+        return [r for (machine, case, v), runs in self.runs.items()
+                if case == _case_key(key) and v == version for r in runs]
+
+    def missing(self, key: CaseKey, version: str) -> str:
+        """Why :meth:`runs_of` found nothing."""
+        return "; ".join(self._missing(m, key, version) for m in sorted(self.machines)) or "an empty reference"
+
+    def _missing(self, machine: str, key: CaseKey, version: str) -> str:
+        versions = self.versions.get((machine, _case_key(key)))
         if versions:
-            return [], (f"other work: the reference ran workload version {', '.join(sorted(versions))}, "
-                        f"this run {record.workload.version or 'unknown'}")
-        return [], "the reference did not run this case on this machine kind"
+            return (f"other work: the reference ran workload version {', '.join(sorted(versions))}, "
+                    f"this run {version or 'unknown'}")
+        return "the reference did not run this case on this machine kind"
 
 
 def _claims_changed(reference: Record, record: Record) -> list[str]:
     before = {v.text: v.status for v in reference.claims}
     return [f"{v.text}: {before[v.text]} -> {v.status}" for v in record.claims
             if v.text in before and before[v.text] != v.status]
+
+
+def widened(ratio: float, low: float, high: float, run_medians: list[float],
+            level: float) -> tuple[float, float, float]:
+    """The ratio's interval widened by how the reference's runs differ from one another: repeats
+    of one run share its conditions (the VM's neighbours, the clock), so their spread misses
+    the run-to-run part, which a new run has too. With two runs or more, the relative spread
+    of their medians (on the log scale, normal quantile at ``level``, for the new run and the
+    reference's mean) is added to the within-run half-width in quadrature."""
+    if len(run_medians) < 2 or not (low > 0 and high > 0) or min(run_medians) <= 0:
+        return ratio, low, high
+    from scipy.stats import norm
+
+    logs = [math.log(m) for m in run_medians]
+    between = statistics.stdev(logs) * math.sqrt(1 + 1 / len(logs)) * float(norm.ppf(0.5 + level / 2))
+    centre = math.log(ratio)
+    below, above = centre - math.log(low), math.log(high) - centre
+    return (ratio, math.exp(centre - math.hypot(below, between)), math.exp(centre + math.hypot(above, between)))
 
 
 def check_record(record: Record, reference: Reference, tolerance: float = TOLERANCE,
@@ -123,7 +153,8 @@ def check_record(record: Record, reference: Reference, tolerance: float = TOLERA
     out.reference_runs = [r.run_id for r in runs]
     out.differs = [c.text() for c in changes([provenance(latest)], [provenance(record)])]
     out.claims_changed = _claims_changed(latest, record)
-    ratio, low, high = ratio_of_medians(record.samples, pooled, level)
+    ratio, low, high = widened(*ratio_of_medians(record.samples, pooled, level),
+                               [statistics.median(r.samples) for r in runs], level)
     out.ratio, out.median_s = ratio, statistics.median(record.samples)
     out.reference_median_s = statistics.median(pooled)
     if min(len(record.samples), len(pooled)) < MIN_SAMPLES or math.isnan(low) or math.isnan(high):

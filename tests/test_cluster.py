@@ -258,6 +258,30 @@ def test_psgd_svm_msf_claims_hold_with_a_real_network_cost(cluster, harness_cli,
     assert judged["comm_s"] == "pass" and judged["train_s"] == "pass", shaped[64]["claims"]
 
 
+def test_reframe_runs_a_two_node_case_through_the_slurm_partition(cluster, harness_cli, tmp_path) -> None:
+    """The ReFrame library `harness export-reframe` writes, run by ReFrame with its Slurm site
+    configuration (squeue: this cluster keeps no accounting): the job asks for the case's ranks as
+    tasks, the harness inside runs them as srun steps on both nodes, the perflog carries its figures."""
+    from test_reframe import REFRAME, reframe
+
+    if REFRAME is None:
+        pytest.skip("reframe-hpc is not installed (pip install 'hpml-harness[reframe]')")
+    lib = tmp_path / "lib"
+    r = harness_cli("export-reframe", str(lib), "--workload", "psgd_svm", "--size", "smoke", "--ranks", "2",
+                    "--threads", "1", "--repeats", "3", "--param", "msf=64", "--launcher-arg=--mpi=pmi2",
+                    "--nodes", "2", "--slurm-scheduler", "squeue")
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = reframe(lib, "reframe_slurm.py", tmp_path / "rfm", env=MPI_ENV)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (log,) = (tmp_path / "rfm" / "perflogs").rglob("HarnessCase.log")
+    header, line = log.read_text().splitlines()[:2]
+    fields = dict(zip(header.split("|"), line.split("|")))
+    assert fields["result"] == "pass" and fields["num_tasks"] == "2" and float(fields["median_s_value"]) > 0
+    assert fields["system"] == "slurm" and fields["partition"] == "debug" and fields["jobid"]
+    (rec,) = read_jsonl(next((tmp_path / "rfm").rglob("results.jsonl")))
+    assert rec["status"] == "ok" and rec["launch"]["launcher"] == "srun" and len(rec["resources"]["hosts"]) == 2
+
+
 def test_a_job_past_its_time_limit_leaves_a_record_with_the_reason(job_past_its_time_limit) -> None:
     """Slurm ends the job at --time 1 (one minute) with SIGTERM, then SIGKILL after KillWait (5 s):
     the case running then is recorded as interrupted, and the harness reports nothing else wrong.
