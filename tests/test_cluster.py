@@ -235,21 +235,18 @@ def _msf_sweep(harness_cli, out: pathlib.Path) -> dict[int, dict]:
 
 
 def test_psgd_svm_msf_claims_hold_with_a_real_network_cost(cluster, harness_cli, tmp_path) -> None:
-    """psgd_svm across two nodes at msf 1 and 64, on the plain link and on one shaped to 1 Gbit/s and
-    100 us: on the shaped link every Allreduce costs at least the link's latency, communication is
-    most of msf=1's time, and the paper's claims (comm-time reduction, training speed-up vs msf=1)
-    are judged and hold. (The claims' own controls, msf equal to the baseline's, are tested elsewhere.)"""
-    plain = _msf_sweep(harness_cli, tmp_path / "plain")
+    """psgd_svm across two nodes at msf 1 and 64, on a link shaped to 1 Gbit/s and 100 us: every
+    Allreduce costs at least the link's latency, communication is most of msf=1's time, and the
+    paper's claims (comm-time reduction, training speed-up vs msf=1) are judged and hold. (The
+    claims' own controls, msf equal to the baseline's, are tested elsewhere; the same sweep on the
+    plain link, which asserted nothing, was dropped to keep CI short.)"""
     with shaped_link("1gbit", "100"):
         shaped = _msf_sweep(harness_cli, tmp_path / "shaped")
-    speedups = {}
-    for name, run in (("plain", plain), ("shaped", shaped)):
-        assert all(rec["status"] == "ok" for rec in run.values())
-        speedups[name] = run[1]["metrics"]["train_s"] / run[64]["metrics"]["train_s"]
+    assert all(rec["status"] == "ok" for rec in shaped.values())
     one = shaped[1]
     per_call_us = 1e6 * one["comm"]["ops"]["Allreduce"]["seconds_max"] / (one["comm"]["ops"]["Allreduce"]["calls"] / 2)
     print(f"msf=1 Allreduce on the shaped link: {per_call_us:.0f} us a call; speed-up msf=64 vs 1: "
-          f"plain {speedups['plain']:.1f}x, shaped {speedups['shaped']:.1f}x")
+          f"{one['metrics']['train_s'] / shaped[64]['metrics']['train_s']:.1f}x")
     assert per_call_us >= 100
     assert one["metrics"]["comm_s"] / one["metrics"]["train_s"] > 0.8
     # decided pass: the whole Fieller interval clears each threshold (3 repeats a side, more in rounds

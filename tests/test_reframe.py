@@ -12,11 +12,10 @@ import sys
 import pytest
 
 from conftest import read_jsonl
+from test_check import CASE as ROOFLINE, fresh_reference
 
 pytestmark = pytest.mark.slow
 REFRAME = shutil.which("reframe", path=os.path.dirname(sys.executable))
-ROOFLINE = ["--workload", "roofline", "--size", "smoke", "--backend", "openblas", "--threads", "1",
-            "--repeats", "10", "--param", "gemm_sizes=256", "--param", "triad_mib=1"]
 needs_reframe = pytest.mark.skipif(REFRAME is None, reason="reframe-hpc is not installed (pip install 'hpml-harness[reframe]')")
 
 
@@ -54,10 +53,10 @@ def test_the_smoke_suite_becomes_one_parameterised_test_with_references_from_a_r
 
 
 @needs_reframe
-def test_reframe_runs_a_case_logs_its_figures_and_fails_an_injected_slowdown(harness_cli, real_series, tmp_path) -> None:
-    before, _ = real_series
+def test_reframe_runs_a_case_logs_its_figures_and_fails_an_injected_slowdown(harness_cli, tmp_path) -> None:
+    reference = fresh_reference(harness_cli, tmp_path / "reference")     # made just before: this VM drifts
     lib = tmp_path / "lib"
-    assert harness_cli("export-reframe", str(lib), *ROOFLINE, "--reference", str(before)).returncode == 0
+    assert harness_cli("export-reframe", str(lib), *ROOFLINE, "--reference", str(reference)).returncode == 0
     r = reframe(lib, "reframe_local.py", tmp_path / "rfm")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "PASSED" in r.stdout and "Ran 1/1 test case" in r.stdout
