@@ -33,7 +33,7 @@ from harness.atomic import write_atomic
 from harness.check import CaseCheck
 from harness.claims import ControlOutcome
 from harness.errors import UsageError
-from harness.report.tables import interval_source, measured_text
+from harness.report.claim_text import interval_source, measured_text
 
 # Characters XML 1.0 cannot hold (a crashed case's output may have any byte).
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

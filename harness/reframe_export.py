@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness import __version__
-from harness.check import Reference
+from harness.check import Reference, widened
 from harness.plan import Case
 from harness.registry import Registry
 from harness.workload_version import workload_version
@@ -64,15 +64,19 @@ class ReferenceValues:
 def reference_values(reference: Reference, case: Case, version: str, metric: str | None,
                      tolerance: float) -> tuple[ReferenceValues | None, str]:
     """The capture's figures for ``case`` at workload ``version``: the median of its runs' pooled
-    seconds per repeat, the upper bound as the tolerance plus the relative half-width of the
-    capture's own 95 % interval of the median, the throughput's median; or (None, why)."""
+    seconds per repeat, the upper bound as the tolerance plus the capture's own spread (its 95 %
+    interval of the median, widened by how its runs differ: :func:`harness.check.widened`), the
+    throughput's median over all repeats; or (None, why)."""
     runs = reference.runs_of(case.key, version)
     if not runs:
         return None, reference.missing(case.key, version)
     pooled = sorted(s for r in runs for s in r.samples)
     median = statistics.median(pooled)
-    spread = max((r.stats.ci95[1] / r.stats.median - 1.0) for r in runs if r.stats and r.stats.median) if any(
-        r.stats and r.stats.median for r in runs) else 0.0
+    within = max([r.stats.ci95[1] / r.stats.median - 1.0 for r in runs if r.stats and r.stats.median] or [0.0])
+    # and how the capture's runs differ from one another (a new run differs by that much too)
+    _, _, high = widened(1.0, 1.0 / (1.0 + max(within, 1e-9)), 1.0 + max(within, 1e-9),
+                         [statistics.median(r.samples) for r in runs], 0.95)
+    spread = high - 1.0
     figures = [float(v) for r in runs for v in (r.metric_samples.get(metric) or []) if isinstance(v, (int, float))] \
         if metric else []
     throughput = statistics.median(figures) if figures else None
@@ -116,7 +120,7 @@ on {date}; {what}.
 One run-only test per case ({count}), named workload_size_params_backend_rRtT (-n filters them, -t by
 workload or size). Its job runs `harness run` for that case with --out in the stage folder; sanity:
 the record's status is ok; performance: median_s (seconds per repeat) and the workload's
-throughput, read from the record. {reference_note}
+throughput, read from the record (a metric's median over the measured repeats). {reference_note}
 Run:  reframe -C {local_config} -c {tests} -r --exec-policy=serial
 """
 import json
@@ -148,10 +152,13 @@ def harness_status(path):
 
 @sn.deferrable
 def harness_figure(path, name):
+    """median_s: the median seconds per repeat; a metric: its median over the measured repeats."""
     record = last_record(path)
     if name == "median_s":
         return float(record["stats"]["median"])
-    return float(record["metrics"][name])
+    values = sorted(float(v) for v in record.get("metric_samples", {{}}).get(name) or [record["metrics"][name]])
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
 @rfm.simple_test

@@ -8,8 +8,6 @@ from rich.table import Table
 
 from harness.commands.common import console, warn_unreadable
 from harness.errors import UsageError
-from harness.report.compare import COLUMNS, as_json, as_rows, compare, summary
-from harness.results.frame import load_frame
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from harness.report.compare import COLUMNS, as_json, as_rows, compare, summary   # pandas: only when used
+    from harness.results.frame import load_frame
+
     if not 0 < args.alpha < 1 or args.threshold < 0:
         raise UsageError("--alpha must be in (0, 1) and --threshold >= 0")
     base, p1 = load_frame([args.baseline], frozenset({"samples"}))

@@ -22,7 +22,7 @@ from harness.execute import Session
 from harness.intervals import level_text
 from harness.outdir import claim_work_dir, lock_out, prepare_out
 from harness.plan import Case
-from harness.report.tables import measured_text
+from harness.report.claim_text import measured_text
 from harness.results.record import ControlRole, Record
 from harness.results.store import RESULTS_NAME
 from harness.runloop import RunLoop

@@ -8,10 +8,6 @@ import sys
 from harness.commands.common import add_confidence_option, add_correction_option, warn_unreadable
 from harness.atomic import write_atomic
 from harness.errors import UsageError
-from harness.report.html import html_parts
-from harness.report.stamp import stamp_text
-from harness.report.tables import markdown_parts, rejudged
-from harness.results.frame import NOT_FLAT, load_frame
 from harness.safe_text import csv_frame
 
 FORMATS = ("md", "html", "csv", "parquet")
@@ -51,6 +47,11 @@ BY_MACHINE_READS = frozenset({"samples"})
 
 
 def main(args: argparse.Namespace) -> int:
+    from harness.report.html import html_parts          # pandas and the report: only when used
+    from harness.report.stamp import stamp_text
+    from harness.report.tables import markdown_parts, rejudged
+    from harness.results.frame import NOT_FLAT, load_frame
+
     fmt = args.format or (pathlib.Path(args.out).suffix.lstrip(".") if args.out else "md")
     if fmt not in FORMATS:
         raise UsageError(f"--out {args.out}: cannot tell the format from {fmt!r}; use --format {'|'.join(FORMATS)}")

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from harness.multiplicity import DEFAULT_CORRECTION, corrected_statuses, summary
 from harness.plan import Case
-from harness.report.tables import VERDICT_TEXT, interval_source, measured_text, verdict_text
+from harness.report.claim_text import VERDICT_TEXT, interval_source, measured_text, verdict_text
 from harness.results.record import Record
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow"}

@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from harness.claims import ClaimVerdict, counts_text
+from harness.claims import counts_text
 from harness.verdicts import rejudge
-from harness.intervals import level_text
-from harness.multiplicity import NAMES, NOT_CORRECTED, corrected_statuses
+from harness.multiplicity import NAMES, corrected_statuses
+from harness.report.claim_text import VERDICT_TEXT, interval_source, measured_text, num_text, verdict_text
 from harness.report.units import energy_text
 from harness.report.verdicts import verdicts
 from harness.safe_text import markdown_cell, markdown_text
@@ -30,12 +30,6 @@ EMU_NOTE = ("times marked (emulated) ran under binary translation (qemu-user): t
             "that architecture's, the timings are not comparable with native ones")
 CLAIM_COLUMNS = ["workload", "claim", "paper value", "measured [interval]", "verdict", "interval from", "params",
                  "machine", "backend", "ranks x threads", "source"]
-
-
-def _num(x: Any, fmt: str = "{:.4g}") -> str:
-    if x is None or (isinstance(x, float) and pd.isna(x)):
-        return ""
-    return fmt.format(x)
 
 
 def case_rows(df: pd.DataFrame) -> dict[str, list[list[str]]]:
@@ -57,12 +51,12 @@ def iter_case_rows(df: pd.DataFrame) -> Iterator[tuple[str, list[list[str]]]]:
                 r.params if r.params != "{}" else "", r.size, r.machine, r.backend, r.library,
                 f"{r.ranks}x{r.threads}", r.status + (" (unstable)" if r.unstable else "")
                 + (f" ({r.control} of a control)" if r.control else ""),
-                _num(r.median_s) + (EMU_MARK if r.emulated and _num(r.median_s) else ""), ci,
-                f"{_num(r.throughput)} {r.throughput_unit}" if _num(r.throughput) else "",
-                _num(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%")
+                num_text(r.median_s) + (EMU_MARK if r.emulated and num_text(r.median_s) else ""), ci,
+                f"{num_text(r.throughput)} {r.throughput_unit}" if num_text(r.throughput) else "",
+                num_text(None if r.fraction_of_peak is None else 100 * r.fraction_of_peak, "{:.1f}%")
                 or ("not given: " + r.peak_problem if getattr(r, "peak_problem", "") else ""),
-                _num(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
-                _num(r.comm_imbalance, "{:.3f}"),
+                num_text(r.comm_fraction, "{:.3f}") + (PY_MARK if r.allreduce_profiler == "python" else ""),
+                num_text(r.comm_imbalance, "{:.3f}"),
                 energy_text(r.energy_j, r.median_s, r.throughput, r.throughput_unit),
                 claims_text(r),
                 (r.reason or "").splitlines()[0][:160] if r.reason else "",
@@ -94,38 +88,6 @@ COUNT_COLUMNS = {"pass": "claims_passed", "fail": "claims_failed", "inconclusive
 def claims_text(r: Any) -> str:
     """'2 pass, 1 inconclusive, 3 not applicable' for one frame row, from its count columns."""
     return counts_text({s: int(getattr(r, col) or 0) for s, col in COUNT_COLUMNS.items()})
-
-
-def measured_text(c: ClaimVerdict) -> str:
-    """The measured figure with its interval: ``0.0044 [-0.008, 0.017]`` (an unbounded side
-    reads -inf or inf; a verdict of an older record says it had no interval)."""
-    text = _num(c.measured)
-    if c.interval is not None and text:
-        lo, hi = c.interval
-        text += f" [{'-inf' if lo is None else _num(lo)}, {'inf' if hi is None else _num(hi)}]"
-    return text
-
-
-def interval_source(c: ClaimVerdict) -> str:
-    """Where the interval came from, in a few words: '95% paired t-interval over 5 shared seeds'."""
-    if not c.interval_method:
-        return ""
-    level = f"{level_text(c.confidence)} " if c.confidence else ""
-    return level + c.interval_method
-
-
-def verdict_text(c: ClaimVerdict) -> str:
-    """pass / FAIL / inconclusive / not evaluated: why, and a note when the plugin declared no control."""
-    text = VERDICT_TEXT[c.status]
-    if c.status in ("not_evaluated", "premise_absent") and c.reason:
-        text += f": {c.reason.removeprefix(text + ': ')}"
-    if not c.has_control:
-        text += " (no control declared)"
-    return text
-
-
-VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
-                "not_applicable": "not applicable", "premise_absent": "premise absent", NOT_CORRECTED: NOT_CORRECTED}
 
 
 def claim_rows(df: pd.DataFrame) -> list[list[str]]:

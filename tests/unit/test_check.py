@@ -36,3 +36,15 @@ def test_the_spread_between_reference_runs_widens_the_interval() -> None:
     check = check_record(_run(1.3, "c", "2026-01-02T00:00:00+00:00"), reference)
     assert check.status == "inconclusive" and check.reference_runs == ["a", "b"]
     assert check.ratio == pytest.approx(1.3 / 1.1295, rel=0.02)
+
+
+def test_claims_whose_verdict_changed_from_the_reference_are_listed() -> None:
+    from harness import Claim
+
+    claim = Claim("acc", ">=", 0.9)
+    ref = dataclasses.replace(_run(1.0, "a", "2026-01-01T00:00:00+00:00"),
+                              claims=[claim.evaluate({"acc": [0.95, 0.96, 0.94, 0.95, 0.97]})])
+    new = dataclasses.replace(_run(1.0, "b", "2026-01-02T00:00:00+00:00"),
+                              claims=[claim.evaluate({"acc": [0.5, 0.52, 0.51, 0.5, 0.49]})])
+    check = check_record(new, Reference([ref]))
+    assert check.claims_changed == ["acc >= 0.9: pass -> fail"]

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from harness import Claim
-from harness.report.tables import markdown_table, measured_text, section, verdict_text
+from harness.report.claim_text import measured_text, verdict_text
+from harness.report.tables import markdown_table, section
 
 
 def test_cells_cannot_end_the_table_or_add_markup() -> None:
