@@ -127,8 +127,8 @@ def test_malformed_libsvm_file_is_bad_input(harness_cli, tmp_path) -> None:
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_real_libsvm_files_reach_linearsvc_never_diverge_and_the_stop_rule_fires(harness_cli, tmp_path) -> None:
-    """scikit-learn's breast cancer (raw, as a LIBSVM file) and wine classes 0/1 at the workload's
-    defaults, 1 and 2 ranks, msf 1 and beyond the shard size: no divergence, the objective rule
+    """scikit-learn's breast cancer (raw, as a LIBSVM file; 1 and 2 ranks) and wine classes 0/1 (2
+    ranks) at the workload's defaults, msf 1 and beyond the shard size: no divergence, the objective rule
     ends training before max_epochs, and the accuracy is LinearSVC's within the test set's resolution."""
     from sklearn.datasets import dump_svmlight_file, load_breast_cancer, load_wine
 
@@ -137,13 +137,13 @@ def test_real_libsvm_files_reach_linearsvc_never_diverge_and_the_stop_rule_fires
     x, y = load_wine(return_X_y=True)
     dump_svmlight_file(x[y < 2], y[y < 2], str(tmp_path / "wine01.libsvm"))
     out = tmp_path / "res"
-    for name in ("bc", "wine01"):
+    for name, ranks in (("bc", "1,2"), ("wine01", "2")):    # wine at 2 ranks only: CI time
         r = harness_cli("run", "--workload", "psgd_svm", "--param", f"dataset={tmp_path / name}.libsvm",
-                        "--param", "msf=1,100000", "--ranks", "1,2", "--repeats", "1", "--warmup", "0",
+                        "--param", "msf=1,100000", "--ranks", ranks, "--repeats", "1", "--warmup", "0",
                         "--out", str(out))
         assert r.returncode == 0, r.stdout + r.stderr
     records = read_jsonl(out / "results.jsonl")
-    assert len(records) == 8
+    assert len(records) == 6
     for rec in records:
         m = rec["metrics"]
         assert m["final_cost"] < 0.1, rec["params"]                   # the objective: no divergence, any msf
