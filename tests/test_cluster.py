@@ -170,7 +170,7 @@ def shaped_link(rate: str, delay_us: str):
 
 def _validation(harness_cli, out: pathlib.Path) -> dict:
     r = harness_cli("submit", "--workload", "cnn_scaling", "--size", "smoke", "--param", "mode=validate",
-                    "--param", "sweep_max_kib=8192", "--ranks", "2", "--threads", "1", "--nodes", "2",
+                    "--param", "sweep_max_kib=2048", "--ranks", "2", "--threads", "1", "--nodes", "2",
                     "--repeats", "1", "--warmup", "0", "--launcher-arg=--mpi=pmi2", "--time", "10", "--wait",
                     "--out", str(out), env=MPI_ENV, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
