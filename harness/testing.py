@@ -36,6 +36,7 @@ class RunOnceResult(dict):
     phases_per_repeat: list[dict[str, dict[str, float]]]
     metric_samples: dict[str, list[Any]]
     replicates: dict[str, dict[str, list[float]]]
+    replicate_means: dict[str, dict[str, float]]     # per metric and id, the mean over the repeats (as records keep it)
     seconds: list[float]
     ctx: RunContext
 
@@ -111,6 +112,7 @@ def run_once(workload: Workload | type[Workload], size: str = "smoke", params: d
     result.phases = done.phases[-1] if done.phases else {}
     result.phases_per_repeat, result.metric_samples = done.phases, done.metric_samples
     result.replicates, result.seconds, result.ctx = done.replicates, done.samples, ctx
+    result.replicate_means = done.replicate_means()
     return result
 
 
@@ -119,9 +121,7 @@ def _evidence(checked: Workload, result: RunOnceResult) -> dict[str, Any]:
     mean over the repeats (as the worker keeps it)."""
     from harness.judging import evidence
 
-    replicates = {k: {rid: sum(v) / len(v) for rid, v in by_id.items() if v}
-                  for k, by_id in result.replicates.items()}
-    return evidence(dict(result), result.metric_samples, replicates, checked.variation)
+    return evidence(dict(result), result.metric_samples, result.replicate_means, checked.variation)
 
 
 def _in_process(checked: Workload, size: str, params: dict[str, Any], repeats: int, warmup: int,

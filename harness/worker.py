@@ -187,8 +187,7 @@ def _measure(spec: WorkerSpec, world: Any, rank: int, workload: Any, backend: Ba
         return
     WorkerResult(
         ranks=per_rank, metrics=done.metrics, metric_samples=done.metric_samples,
-        # the same seed in several repeats is one replicate (its mean), not several
-        replicates={k: {rid: sum(v) / len(v) for rid, v in by_id.items()} for k, by_id in done.replicates.items()},
+        replicates=done.replicate_means(),
         verification=verifications[0],
         verification_per_rank_ok=[bool(v.ok) for v in verifications], mpi_library=_mpi_library(),
         allreduce_profiler=comm.profiler if comm is not None else None,

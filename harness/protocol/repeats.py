@@ -28,6 +28,11 @@ class Measured:
     replicates: dict[str, dict[str, list[float]]] = field(default_factory=dict)   # metric -> id -> per repeat
     cpu_s: float = 0.0                                                        # CPU seconds of the measured repeats
 
+    def replicate_means(self) -> dict[str, dict[str, float]]:
+        """The replicates as a record keeps them: the same seed in several repeats is one
+        replicate (its mean), not several."""
+        return {k: {rid: sum(v) / len(v) for rid, v in by_id.items() if v} for k, by_id in self.replicates.items()}
+
 
 def measure_repeats(workload: Any, ctx: Any, *, warmup: int, repeats: int, first_repeat: int = 0,
                     world: Any = None, comm: Any = None, meter: Any = None, progress: Any = None) -> Measured:
