@@ -75,9 +75,13 @@ def fresh_reference(harness_cli, out: pathlib.Path, runs: int = 2) -> pathlib.Pa
 
 def test_check_runs_the_selection_itself(harness_cli, tmp_path) -> None:
     reference = fresh_reference(harness_cli, tmp_path / "reference")
-    r, (check,) = _check(harness_cli, tmp_path, reference, *CASE, "--out", str(tmp_path / "run"))
+    r, (check,) = _check(harness_cli, tmp_path, reference, *CASE, "--out", str(tmp_path / "run"),
+                         "--junit", str(tmp_path / "j.xml"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert check["status"] in ("pass", "inconclusive") and len(check["reference_runs"]) == 2
+    junit = (tmp_path / "j.xml").read_text()     # the check's suite, not the run's written over it
+    SCHEMA.validate(str(tmp_path / "j.xml"))
+    assert "harness check against" in junit and "harness run" not in junit
     assert len(read_jsonl(tmp_path / "run" / "results.jsonl")) == 1
 
 

@@ -72,7 +72,8 @@ class CheckLoop(RunLoop):
         return super().undecided(record) + against
 
 
-def _reference(path: str) -> Reference:
+def load_reference(path: str) -> Reference:
+    """``--reference PATH`` read (shared with `harness export-reframe`); bad input names the fix."""
     folder = pathlib.Path(path)
     if not folder.exists():
         raise UsageError(f"--reference {path}: does not exist; give a capture folder (e.g. gallery/<machine>) "
@@ -94,10 +95,10 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("give either RESULTS to check or --suite/--workload to run (one of them)")
     junit_file = junit.check_target(args.junit)
     json_file = junit.check_target(args.json, "--json")
-    reference = _reference(args.reference)
+    reference = load_reference(args.reference)
     started = time.monotonic()
     if running:
-        request = request_from_args(args)
+        request = request_from_args(args).replace(junit=None)   # --junit is the check's, written below
         code, loop = run_with(request, lambda *a, **kw: CheckLoop(*a, reference=reference,
                                                                   tolerance=args.tolerance, **kw))
         if code == 2:

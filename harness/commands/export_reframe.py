@@ -6,14 +6,14 @@ import argparse
 import pathlib
 
 from harness.atomic import write_atomic
-from harness.check import TOLERANCE, Reference
-from harness.commands.common import console, registry, warn_problems, warn_unreadable
+from harness.check import TOLERANCE
+from harness.commands.check import load_reference
+from harness.commands.common import console, registry, warn_problems
 from harness.errors import UsageError
 from harness.launch.slurm import script_text_problem
 from harness.reframe_export import (LOCAL_CONFIG, SLURM_CONFIG, TESTS_NAME, case_entries, config_text, local_config,
                                     slurm_config, tests_text, usable_cpus)
 from harness.request import RunRequest
-from harness.results.store import load_records
 from harness.workload import SIZES
 
 
@@ -77,15 +77,7 @@ def main(args: argparse.Namespace) -> int:
     reg = registry()
     warn_problems(reg.problems)
     cases = request.cases(reg)
-    reference = None
-    if args.reference is not None:
-        if not pathlib.Path(args.reference).exists():
-            raise UsageError(f"--reference {args.reference}: does not exist; give a capture or results folder")
-        records, problems = load_records([args.reference])
-        warn_unreadable(problems)
-        reference = Reference(records)
-        if not len(reference):
-            raise UsageError(f"--reference {args.reference}: holds no ok record with samples")
+    reference = None if args.reference is None else load_reference(args.reference)
     entries = case_entries(cases, reg, reference, args.tolerance)
     out = pathlib.Path(args.dir)
     if out.exists() and not out.is_dir():
