@@ -75,8 +75,8 @@ class Reference:
         self.versions: dict[tuple, set[str]] = {}
         for r in sorted((r for r in records if r.ok and r.samples), key=lambda r: r.created):
             self.machines[r.machine_key] = r.machine
-            self.runs.setdefault((r.machine_key, _case_key(r.key), r.workload.version), []).append(r)
-            self.versions.setdefault((r.machine_key, _case_key(r.key)), set()).add(r.workload.version or "unknown")
+            self.runs.setdefault((r.machine_key, _case_key(r.key), r.work_version), []).append(r)
+            self.versions.setdefault((r.machine_key, _case_key(r.key)), set()).add(r.work_version)
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -87,8 +87,8 @@ class Reference:
             kinds = ", ".join(f"{label} [{k}]" for k, label in sorted(self.machines.items())) or "none"
             return [], (f"the reference holds no machine of this one's key ({record.machine} "
                         f"[{record.machine_key}]; it holds: {kinds})")
-        runs = self.runs.get((record.machine_key, _case_key(record.key), record.workload.version), [])
-        return runs, "" if runs else self._missing(record.machine_key, record.key, record.workload.version)
+        runs = self.runs.get((record.machine_key, _case_key(record.key), record.work_version), [])
+        return runs, "" if runs else self._missing(record.machine_key, record.key, record.work_version)
 
     def runs_of(self, key: CaseKey, version: str) -> list[Record]:
         """The runs of a planned case at a workload version, on whichever machine the reference

@@ -40,7 +40,7 @@ from harness.software import inherited_environment, numerics_environment, softwa
 from harness.registry import Registry
 from harness.results.record import (BackendInfo, CommSummary, LaunchInfo, PhaseStats, ProtocolInfo, Record,
                                     Stats, Throughput, WorkloadInfo)
-from harness.workload_version import workload_version
+from harness.work_identity import work_of, workload_version
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -169,7 +169,8 @@ def base_record(case: Case, session: Session) -> Record:
         workload=WorkloadInfo(name=case.workload, source=reg.source("workload", case.workload),
                               paper=workload.paper,
                               throughput=Throughput(*workload.throughput) if workload.throughput else None,
-                              ceilings=dict(workload.ceilings), version=version, protocol_version=declared),
+                              ceilings=dict(workload.ceilings), version=version, protocol_version=declared,
+                              work=work_of(workload, case.params)),
         size=case.size, params=case.params, swept=case.swept,
         backend=BackendInfo(requested=case.backend,
                             source=reg.source("backend", case.backend) if case.backend else None),

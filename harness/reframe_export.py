@@ -28,7 +28,7 @@ from harness import __version__
 from harness.check import Reference, widened
 from harness.plan import Case
 from harness.registry import Registry
-from harness.workload_version import workload_version
+from harness.work_identity import current_work_version
 
 TESTS_NAME = "harness_cases.py"
 LOCAL_CONFIG = "reframe_local.py"
@@ -91,7 +91,7 @@ def case_entries(cases: list[Case], registry: Registry, reference: Reference | N
     out = []
     for case in cases:
         workload = registry.workload(case.workload)
-        version = workload_version(workload)[0]
+        version = current_work_version(workload)
         metric, unit = tuple(workload.throughput[:2]) if workload.throughput else (None, None)
         entry: dict[str, Any] = {
             "name": test_name(case), "workload": case.workload, "size": case.size,

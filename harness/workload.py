@@ -64,9 +64,12 @@ class Workload:
     # Machine ceilings the workload measures, metric -> unit ("GFLOP/s" or "GB/s" ones are drawn as
     # rooflines and listed by `harness info`), e.g. {"peak_gflops_fp64": "GFLOP/s"}.
     ceilings: ClassVar[dict[str, str]] = {}
-    # A name to bump when the protocol changes on purpose (data, model, budget, claims): records
-    # carry it with a hash of the plugin's files (harness.workload_version), and reports compare
-    # only cases of one version. "" is fine: the hash alone already changes with the code.
+    # The measured work's version, bumped when the work changes (data, model, the timed code
+    # path, the stop rule, what a figure means), not when a claim, a control or a docstring does:
+    # records of one protocol version are compared, and their claims judged again by the code that
+    # reads them. `harness lock` keeps every source hash of each version in versions.lock beside the
+    # plugin package (harness.work_identity; docs/plugins.md, "Versions"). "": the hash of the
+    # plugin's files decides instead, so that any edit makes another version.
     protocol_version: ClassVar[str] = ""
 
     def setup(self, ctx: RunContext) -> None:
@@ -84,6 +87,16 @@ class Workload:
         its switches at load time), for these params. The harness sets them at launch and the
         record keeps them with the backend's. Default: none."""
         return {}
+
+    def describe_work(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Facts of the work these params make beyond the params themselves (JSON values), which
+        the record keeps with a digest (harness.work_identity): records of one protocol version
+        whose digests differ are not compared. Called in the parent, so keep it cheap: a data
+        file's checksum, a model's parameter count. Default: a checksum of every param naming an
+        existing file (its size and the SHA-256 of its first and last 8 MiB)."""
+        from harness.work_identity import file_facts
+
+        return file_facts(params)
 
     def check_params(self, params: dict[str, Any]) -> None:
         """Reject bad input in the parent, before anything runs: raise ``UsageError`` naming the

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+
+import pytest
 import pathlib
 import re
 
@@ -98,15 +100,21 @@ def test_gallery_captures_match_the_code_or_are_marked_stale() -> None:
     code here makes another version of a workload the capture ran, the capture is stale: it must
     be recaptured or marked stale in docs/gallery.md (with the workloads that changed), so a
     protocol change never leaves the gallery silently comparing other work."""
-    from harness.commands.capture import workload_versions
+    from harness.commands.common import registry
+    from harness.results.record import Record, upgrade
+    from harness.work_identity import current_work_version
 
     root = pathlib.Path(__file__).resolve().parent.parent
     marks = stale_marks((root / "docs" / "gallery.md").read_text())
-    current = workload_versions()
+    reg = registry()
+    current = {name: current_work_version(reg.workload(name)) for name in reg.workloads}
     for folder in (p for p in (root / "gallery").iterdir() if p.is_dir()):
         records = read_jsonl(folder / "results" / "results.jsonl")
+        # the protocol version each record measured (mapped through plugins/versions.lock for
+        # records that carry only a source hash): the work, not the file bytes, decides
+        work = {r["workload"]["name"]: Record.from_json(upgrade(r)).work_version for r in records}
         ran = {r["workload"]["name"]: r["workload"].get("version", "") for r in records}
-        changed = sorted(w for w, v in ran.items() if w in current and v != current[w])
+        changed = sorted(w for w, v in work.items() if w in current and v != current[w])
         if folder.name in marks:
             assert changed, f"{folder.name} is marked stale in docs/gallery.md but matches the code: remove the mark"
             assert all(w in marks[folder.name] for w in changed), (folder.name, changed, marks[folder.name])
@@ -118,13 +126,11 @@ def test_gallery_captures_match_the_code_or_are_marked_stale() -> None:
             assert all(manifest["workload_versions"].get(w) == v for w, v in ran.items() if v), folder.name
 
 
-def test_a_changed_plugin_source_changes_its_version_and_unmatches_its_records(tmp_path) -> None:
-    """The issue's check: a copy of a plugin under another name, run, then its source changed:
-    the version differs, and side by side the new record is not compared with the old one but
-    listed once as a different protocol."""
+def _copied_roofline(tmp_path: pathlib.Path) -> tuple[pathlib.Path, dict[str, str]]:
+    """The built-in roofline plugin copied under another name (a third-party package on
+    PYTHONPATH): (its __init__.py, the environment that registers it)."""
+    import os
     import shutil
-    import subprocess
-    import sys
 
     root = pathlib.Path(__file__).resolve().parent.parent
     pkg = tmp_path / "site" / "copied_roofline"
@@ -136,23 +142,110 @@ def test_a_changed_plugin_source_changes_its_version_and_unmatches_its_records(t
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: copied-roofline\nVersion: 0\n")
     (dist / "entry_points.txt").write_text("[harness.plugins]\ncopied_roofline = copied_roofline\n")
-    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path / "site")}
+    return init, {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+
+
+def _harness(env: dict[str, str], *args: str) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def _claim_cells(report: str, claim: str) -> list[str]:
+    """The cells of one claim's row in a Markdown report's "Claims per machine" table."""
+    line = next(l for l in report.splitlines() if l.startswith(f"| roofline_copy: {claim} |"))
+    return [c.strip() for c in line.strip("|").split("|")][1:]
+
+
+@pytest.mark.slow
+def test_an_edited_claim_keeps_records_comparable_and_rejudges_them(tmp_path) -> None:
+    """Issue 53: a copy of a built-in plugin, run; then its claim's threshold and its docstring
+    edited: the lock check fails until the author locks the edit as the same work; then the old
+    and the new records are compared side by side, and the old record's claim is judged again
+    by the new threshold from its stored replicates."""
+    init, env = _copied_roofline(tmp_path)
+    assert _harness(env, "lock", "roofline_copy", "--reason", "first version").returncode == 0
+    assert _harness(env, "lock", "--check", "roofline_copy").returncode == 0
 
     def run(out: str, machine: str) -> None:
-        proc = subprocess.run([sys.executable, "-m", "harness", "run", "--workload", "roofline_copy", "--size",
-                               "smoke", "--repeats", "2", "--out", str(tmp_path / out), "--machine-name", machine],
-                              capture_output=True, text=True, env=env, timeout=300)
+        proc = _harness(env, "run", "--workload", "roofline_copy", "--size", "smoke", "--repeats", "2",
+                        "--out", str(tmp_path / out), "--machine-name", machine)
         assert proc.returncode == 0, proc.stderr[-2000:]
 
     run("old", "node-a")
-    run("same", "node-b")
-    init.write_text(init.read_text() + "\n# a protocol change\n")
-    run("new", "node-c")
-    versions = {d: read_jsonl(tmp_path / d / "results.jsonl")[0]["workload"]["version"] for d in ("old", "same", "new")}
-    assert versions["old"] == versions["same"] != versions["new"]
-    wide = by_machine(load([tmp_path / "old", tmp_path / "same", tmp_path / "new"]))
-    assert wide.attrs["machines"] == ["node-a", "node-b", "node-c"]
+    text = init.read_text()
+    assert '"<=", 1e-10' in text
+    init.write_text(text.replace('"<=", 1e-10', '"<=", -1.0').replace('"""Workload roofline:', '"""Edited. Workload roofline:'))
+    check = _harness(env, "lock", "--check", "roofline_copy")
+    assert check.returncode == 1 and "NOT LOCKED" in check.stdout, check.stdout
+    assert _harness(env, "lock", "roofline_copy", "--reason", "a threshold").returncode == 2   # not a bump: say so
+    assert _harness(env, "lock", "roofline_copy", "--same-work", "--reason", "a threshold and a docstring").returncode == 0
+    assert _harness(env, "lock", "--check", "roofline_copy").returncode == 0
+    run("new", "node-b")
+    old, new = (read_jsonl(tmp_path / d / "results.jsonl")[0]["workload"] for d in ("old", "new"))
+    assert old["version"] != new["version"] and old["protocol_version"] == new["protocol_version"] == "1"
+    assert old["work"]["digest"] == new["work"]["digest"]
+    wide = by_machine(load([tmp_path / "old", tmp_path / "new"]))
     (row,) = wide.to_dict("records")
-    assert "node-b | speedup_vs_ref" in row and "node-c | median_s" not in row   # the new version is not compared
+    assert row["node-b | speedup_vs_ref"] > 0 and not wide.attrs["different_protocol"]
+    report = _harness(env, "report", str(tmp_path / "old"), str(tmp_path / "new"), "--out", str(tmp_path / "r.md"))
+    assert report.returncode == 0, report.stderr
+    cells = _claim_cells((tmp_path / "r.md").read_text(), "gemm_max_rel_error <= -1")
+    assert cells == ["FAIL", "FAIL"], cells       # the old record passed 1e-10; -1 judges it again
+    assert read_jsonl(tmp_path / "old" / "results.jsonl")[0]["claims"][0]["status"] == "pass"   # kept as written
+
+
+@pytest.mark.slow
+def test_an_edited_data_generator_needs_a_new_protocol_version(tmp_path) -> None:
+    """Issue 53: the copy's data generator edited: the lock check fails, and a --same-work lock
+    is no way out of it being decided; with protocol_version bumped and locked, the records are
+    listed as a different protocol, never compared."""
+    init, env = _copied_roofline(tmp_path)
+    assert _harness(env, "lock", "roofline_copy", "--reason", "first version").returncode == 0
+    run = lambda out, m: _harness(env, "run", "--workload", "roofline_copy", "--size", "smoke", "--repeats", "2",  # noqa: E731
+                                  "--out", str(tmp_path / out), "--machine-name", m)
+    assert run("old", "node-a").returncode == 0
+    text = init.read_text()
+    assert "rng.standard_normal((n, n))" in text
+    init.write_text(text.replace("rng.standard_normal((n, n))", "rng.uniform(-1, 1, (n, n))"))
+    check = _harness(env, "lock", "--check")
+    assert check.returncode == 1 and "bump protocol_version" in check.stdout
+    init.write_text(init.read_text().replace('protocol_version = "1"', 'protocol_version = "2"'))
+    assert _harness(env, "lock", "roofline_copy", "--same-work", "--reason", "x").returncode == 2   # a bump is not the same work
+    assert _harness(env, "lock", "roofline_copy", "--reason", "uniform inputs").returncode == 0
+    assert _harness(env, "lock", "--check", "roofline_copy").returncode == 0
+    assert run("new", "node-c").returncode == 0
+    wide = by_machine(load([tmp_path / "old", tmp_path / "new"]))
+    (row,) = wide.to_dict("records")
+    assert "node-c | median_s" not in row       # the new protocol is not compared
     ((case, versions_seen),) = wide.attrs["different_protocol"]
-    assert versions_seen == {versions["old"]: ["node-a", "node-b"], versions["new"]: ["node-c"]}
+    assert versions_seen == {"pv:1": ["node-a"], "pv:2": ["node-c"]}
+
+
+def test_the_built_in_plugins_are_locked() -> None:
+    """Every built-in workload declares a protocol version, and its code is locked under it in
+    plugins/versions.lock: an edit fails here until its author decides (harness lock)."""
+    from harness.commands.common import registry
+    from harness.work_identity import lock_state
+
+    reg = registry()
+    states = [lock_state(reg.workload(n)) for n in sorted(reg.workloads)]
+    assert all(s.protocol_version for s in states), [s.workload for s in states if not s.protocol_version]
+    assert all(s.lock_file and s.lock_file.name == "versions.lock" and s.lock_file.parent.name == "plugins"
+               for s in states)
+    problems = [s.problem() for s in states if not s.ok]
+    assert not problems, "\n".join(problems)
+
+
+def test_records_that_carry_only_a_source_hash_map_to_their_protocol_version() -> None:
+    """The gallery's captures predate declared versions: the lock maps their hashes, so the Zen 4
+    and Intel captures compare where the work was the same (bragg_unet, kfac: edits of controls
+    only) and stay apart where it changed (psgd_svm's compiled epoch)."""
+    from harness.work_identity import comparable_version
+
+    assert comparable_version("bragg_unet", "8b09fedf87", "") == comparable_version("bragg_unet", "c07923fd38", "") == "pv:4"
+    assert comparable_version("kfac", "4d7f15ccfa", "") == comparable_version("kfac", "b4a82e71f6", "") == "pv:3"
+    assert comparable_version("psgd_svm", "9c7ae5ca75", "") == "pv:1" != comparable_version("psgd_svm", "eaca21a12d", "")
+    assert comparable_version("third_party", "0123456789", "") == "0123456789"    # no lock: the hash decides

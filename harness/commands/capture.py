@@ -24,7 +24,7 @@ from harness.commands.common import console, registry
 from harness.commands.info import info_document
 from harness.commands.run import add_machine_name_option, run
 from harness.hardware.identity import identity, profile_relation
-from harness.workload_version import workload_version
+from harness.work_identity import workload_version
 from harness.atomic import write_atomic
 from harness.errors import Interrupted, UsageError
 from harness.software import git_info

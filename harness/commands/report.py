@@ -51,6 +51,7 @@ def main(args: argparse.Namespace) -> int:
     from harness.report.stamp import stamp_text
     from harness.report.tables import markdown_parts, rejudged
     from harness.results.frame import NOT_FLAT, load_frame
+    from harness.work_identity import current_claims
 
     fmt = args.format or (pathlib.Path(args.out).suffix.lstrip(".") if args.out else "md")
     if fmt not in FORMATS:
@@ -58,9 +59,10 @@ def main(args: argparse.Namespace) -> int:
     if args.by_machine and fmt not in ("csv", "parquet"):
         raise UsageError(f"--by-machine writes a table: give --out FILE.csv or FILE.parquet (not {fmt})")
     reads = BY_MACHINE_READS if args.by_machine else READS[fmt]
-    # the replicates behind each verdict: to judge it again at --confidence, or over its run (--correction)
-    again = args.confidence is not None or (args.correction != "none" and fmt in ("md", "html"))
-    df, problems = load_frame(args.results, reads | ({"evidence"} if again else set()))
+    # the replicates behind each verdict: the current claims judge them again (harness.current_claims)
+    again = fmt in ("md", "html") or args.confidence is not None
+    df, problems = load_frame(args.results, reads | ({"evidence"} if again else set()),
+                              claims_now=current_claims() if "claims" in reads else None)
     warn_unreadable(problems)
     if df.empty:
         raise UsageError(f"no readable records in {', '.join(args.results)}")

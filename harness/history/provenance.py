@@ -39,6 +39,9 @@ def provenance(record: Record) -> dict[str, str]:
     git = sw.get("git") or {}
     if isinstance(git, dict) and git.get("commit"):
         out["commit"] = str(git["commit"])[:12] + ("+uncommitted changes" if git.get("dirty") else "")
+    # the plugin's source hash: an edit that kept the protocol version (harness.work_identity) is
+    # in one series, and a step there may be explained by it
+    out["plugin source"] = record.workload.version.split("+")[-1] or None
     env = dict(record.environment or {})
     env.update(b.environment or {})        # what the harness set for the case wins, as in the child
     for var, value in sorted(env.items()):

@@ -90,7 +90,7 @@ def build_series(records: list[Record]) -> list[Series]:
     for r in records:
         if r.control is not None or not r.run_id:
             continue
-        groups.setdefault((r.case_id, r.machine_key, r.workload.version), {}).setdefault(r.run_id, []).append(r)
+        groups.setdefault((r.case_id, r.machine_key, r.work_version if r.workload.version else ""), {}).setdefault(r.run_id, []).append(r)
     several: dict[tuple[str, str], list[str]] = {}
     for case_id, key, version in groups:
         several.setdefault((case_id, key), []).append(version)

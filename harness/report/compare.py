@@ -75,6 +75,9 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, threshold: float = 0.05,
             row.verdict = "not comparable: emulated timing (binary translation) on one side"
         elif "version" in b and b.version != c.version:
             row.verdict = f"not comparable: different workload version ({b.version} -> {c.version}): the work differs"
+        elif "work_digest" in b and b.work_digest and c.work_digest and b.work_digest != c.work_digest:
+            row.verdict = (f"not comparable: the same protocol version, but the work as run differs (digest "
+                           f"{b.work_digest} -> {c.work_digest}: the params or the workload's stated facts)")
         elif min(len(bs), len(cs)) < 4:
             row.verdict = "too few samples (need >= 4 repeats per side)"
         else:

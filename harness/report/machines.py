@@ -46,7 +46,23 @@ def usable(df: pd.DataFrame) -> pd.DataFrame:
     ok = df[(df.status == "ok") & (df.control.fillna("") == "") & (df.verified != False)]  # noqa: E712
     every = (ok.ranks == 1) & ok.usable_cpus.notna() & (ok.threads >= ok.usable_cpus.fillna(10**9))
     ok = ok.assign(cpus=np.where(every, "all", ok.threads.astype(str)))
-    return ok.sort_values("created").drop_duplicates(CASE_KEY + ["machine"], keep="last")
+    return split_by_work(ok.sort_values("created").drop_duplicates(CASE_KEY + ["machine"], keep="last"))
+
+
+def split_by_work(ok: pd.DataFrame) -> pd.DataFrame:
+    """Rows of one case and protocol version whose work digests differ (the params or the facts
+    the workload states about its work: harness.work_identity) get versions of their own
+    ("pv:3, work 1a2b..."): a protocol version that should have been bumped keeps them apart."""
+    if ok.empty or "work_digest" not in ok:
+        return ok
+    digests = ok.work_digest.fillna("")
+    kinds = ok.assign(_d=digests).groupby(CASE_KEY + ["version"], dropna=False)["_d"].transform(
+        lambda d: len(set(d) - {""}))
+    clash = (kinds > 1).to_numpy()
+    if not clash.any():
+        return ok
+    version = ok.version.astype(str).where(~clash, ok.version.astype(str) + ", work " + digests.str[:8])
+    return ok.assign(version=version)
 
 
 def machines_of(df: pd.DataFrame, reference: str | None = None) -> list[str]:

@@ -5,7 +5,7 @@ import functools
 import json
 import pathlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Mapping, Iterable
 from typing import Any
 
 import pandas as pd
@@ -27,7 +27,7 @@ NOT_FLAT = NESTED_COLUMNS + ["machine_info"]
 TIME_TO_QUALITY = ["time_to_quality_s", "time_to_quality_low_s", "time_to_quality_high_s", "time_to_quality_runs",
                    "energy_to_quality_j"]
 
-COLUMNS = ["file", "workload", "version", "case_id", "size", "params", "machine", "machine_key", "machine_info",
+COLUMNS = ["file", "workload", "version", "work_digest", "case_id", "size", "params", "machine", "machine_key", "machine_info",
            "emulated", "backend", "library",
            "verified", "ranks", "threads", "usable_cpus", "status", "reason", "median_s", "ci95_low_s", "ci95_high_s", "cov",
            "unstable", "throughput", "throughput_unit", *TIME_TO_QUALITY, "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
@@ -41,7 +41,8 @@ def _shown_params(swept: dict[str, Any]) -> dict[str, Any]:
     return {shortened(str(k)): shortened(v) if isinstance(v, str) else v for k, v in swept.items()}
 
 
-def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> dict[str, Any]:
+def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING,
+        claims_now: Mapping[str, tuple[str, list[Any]]] | None = None) -> dict[str, Any]:
     """One DataFrame row (COLUMNS): what a comparison needs. ``claims`` holds the JSON text of
     the verdicts that apply to the case (text: 100,000 rows of dicts would take gigabytes;
     not-applicable ones are only counted, in ``claims_not_applicable``). A nested column not in
@@ -52,12 +53,14 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
     comm = record.comm
     throughput, unit = record.throughput()
     ttq = record.time_to_quality() or {}
-    counts = claim_counts(record.claims)
+    claims = current_verdicts(record, claims_now)
+    counts = claim_counts(claims)
     energy = record.resources.get("energy") or {}
     return {
         "file": source,
         "workload": shortened(record.workload.name),
         "version": record.work_version,
+        "work_digest": record.work_digest,
         "case_id": shortened(record.case_id),
         "size": record.size,
         "params": json.dumps(_shown_params(record.swept or {}), sort_keys=True),
@@ -102,7 +105,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "claims_not_evaluated": counts["not_evaluated"],
         "claims_not_applicable": counts["not_applicable"],
         "claims_premise_absent": counts["premise_absent"],
-        "claims_total": len(record.claims),
+        "claims_total": len(claims),
         "control": record.control.role if record.control else "",
         "created": record.created,
         "run_id": record.run_id,
@@ -110,7 +113,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING) -> 
         "samples": record.samples if "samples" in keep else None,
         "metrics": _metrics(record, keep),
         "ceilings": (record.workload.ceilings or None) if "ceilings" in keep else None,
-        "claims": json.dumps([_claim_json(c, "evidence" in keep) for c in record.claims
+        "claims": json.dumps([_claim_json(c, "evidence" in keep) for c in claims
                               if c.status != "not_applicable"], separators=(",", ":"))
         if "claims" in keep else None,
         # JSON text {phase: slowest rank's seconds per repeat}, for the same reason as claims
@@ -150,6 +153,19 @@ def machine_info(record: Record) -> str:
     return text
 
 
+def current_verdicts(record: Record, claims_now: Mapping[str, tuple[str, list[Any]]] | None) -> list[Any]:
+    """The record's verdicts under the claims its workload declares now ({workload: (its current
+    work version, claims)}; harness.current_claims), for an ok measurement of the current
+    protocol version; else the record's own."""
+    current = (claims_now or {}).get(record.workload.name)
+    if current is None or record.control is not None or not record.ok or current[0] != record.work_version:
+        return record.claims
+    from harness.current_claims import judged_now
+
+    params = {**record.params, "ranks": record.launch.ranks, "threads": record.launch.threads, "size": record.size}
+    return judged_now(record.claims, current[1], params)
+
+
 def _metrics(record: Record, keep: frozenset[str]) -> dict[str, Any] | None:
     """The metrics a reader keeps: all, the scalar ones (without "metric_lists"), only those the
     workload names as machine ceilings ("ceiling_metrics": the roofline plot) and the work of a
@@ -179,26 +195,29 @@ def _claim_json(claim: Any, evidence: bool) -> dict[str, Any]:
 # Columns whose values repeat from row to row: interned where a row is made, so that the
 # rows a reading process sends back share one string per chunk (pickle keeps one copy of an
 # object it meets twice), not one per row.
-REPEATING = ("file", "workload", "version", "size", "params", "machine", "machine_key", "machine_info", "backend", "library", "status",
+REPEATING = ("file", "workload", "version", "work_digest", "size", "params", "machine", "machine_key", "machine_info", "backend", "library", "status",
              "throughput_unit", "energy_method", "allreduce_profiler", "control", "run_id", "commit")
 
 
-def row_values(record: Record, source: str, keep: frozenset[str] = EVERYTHING) -> tuple[Any, ...]:
+def row_values(record: Record, source: str, keep: frozenset[str] = EVERYTHING,
+               claims_now: Mapping[str, tuple[str, list[Any]]] | None = None) -> tuple[Any, ...]:
     """:func:`row`'s values in COLUMNS order: a tuple is what crosses from a reading process."""
-    values = row(record, source, keep)
+    values = row(record, source, keep, claims_now)
     for key in REPEATING:
         if isinstance(values[key], str):
             values[key] = sys.intern(values[key])
     return tuple(values.values())
 
 
-def load_frame(paths: Iterable[str | pathlib.Path], keep: frozenset[str] = EVERYTHING) -> tuple[pd.DataFrame, list[str]]:
+def load_frame(paths: Iterable[str | pathlib.Path], keep: frozenset[str] = EVERYTHING,
+               claims_now: Mapping[str, tuple[str, list[Any]]] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """All readable records of files/folders as one DataFrame, and the problems of bad lines.
     Records are parsed by a pool of processes (harness.results.scan) and only their row, with the
-    parts in ``keep``, comes back."""
+    parts in ``keep``, comes back. ``claims_now`` ({workload: (work version, claims)}): the
+    claims of the code reading them, applied to records of the current protocol versions."""
     from harness.results.scan import scan
 
-    rows, problems = scan(paths, functools.partial(row_values, keep=keep))
+    rows, problems = scan(paths, functools.partial(row_values, keep=keep, claims_now=claims_now))
     return distinct_machine_names(pd.DataFrame.from_records(rows, columns=COLUMNS)), problems
 
 

@@ -17,6 +17,7 @@ from harness.claims import POINT_ESTIMATE, ClaimVerdict
 from harness.verdicts import as_number
 from harness.hardware.identity import display, identity
 from harness.hardware.peaks import IMPOSSIBLE
+from harness.work_identity import comparable_version
 
 SCHEMA_ID = "hpml-harness/record"
 SCHEMA_VERSION = 4
@@ -40,16 +41,20 @@ class WorkloadInfo:
     paper: str = ""
     throughput: Throughput | None = None
     ceilings: dict[str, str] = field(default_factory=dict)   # metric -> unit, as the workload declares
-    # What work ran: the declared protocol_version and a hash of the plugin's source files
-    # (harness.workload_version); '' on records from before schema 4, which carry none.
+    # What work ran (harness.work_identity): the declared protocol_version, and the work as run
+    # ({"digest", "facts"}: resolved params and the workload's describe_work); the version is the
+    # protocol_version and a hash of the plugin's source files, kept as provenance. '' / {} on
+    # records made before they existed.
     version: str = ""
     protocol_version: str = ""
+    work: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> WorkloadInfo:
         tp = d.get("throughput")
         return cls(d["name"], d["source"], d.get("paper", ""), Throughput(**tp) if tp else None,
-                   dict(d.get("ceilings") or {}), d.get("version", ""), d.get("protocol_version", ""))
+                   dict(d.get("ceilings") or {}), d.get("version", ""), d.get("protocol_version", ""),
+                   dict(d.get("work") or {}))
 
 
 @dataclass
@@ -229,9 +234,17 @@ class Record:
 
     @property
     def work_version(self) -> str:
-        """The workload version the case ran; records from before versions were kept have none,
-        and then match only records of their own harness commit ('unversioned@<commit>')."""
-        return self.workload.version or f"unversioned@{self.commit or '?'}"
+        """The key of the work the case measured (harness.work_identity.comparable_version): its
+        protocol version, declared or mapped from its source hash through a versions.lock ('pv:3');
+        else its source hash; records from before versions were kept match only records of their
+        own harness commit ('unversioned@<commit>')."""
+        w = self.workload
+        return comparable_version(w.name, w.version, w.protocol_version) or f"unversioned@{self.commit or '?'}"
+
+    @property
+    def work_digest(self) -> str:
+        """The digest of the work as run ('' on records made before it was kept)."""
+        return str(self.workload.work.get("digest") or "")
 
     def throughput(self) -> tuple[float | None, str]:
         """(value, unit) of the workload's declared headline metric, or (None, '')."""

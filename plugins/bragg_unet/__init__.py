@@ -34,6 +34,8 @@ NO_PER_BOX_TARGETS = Control({"targets": "mean_mask"},
 
 class BraggUnet(Workload):
     name = "bragg_unet"
+    # bumped when the measured work changes (plugins/versions.lock; docs/plugins.md, "Versions")
+    protocol_version = "4"
     paper = PAPER
     description = "3D U-Net peak masks on simulated TOF diffraction boxes, vs spherical integration"
     frameworks = ("torch", "mpi")

@@ -37,6 +37,8 @@ def _profiles(dirs: tuple[str, ...] | None = None) -> dict[str, dict[str, Any]]:
 
 class CnnScaling(Workload):
     name = "cnn_scaling"
+    # bumped when the measured work changes (plugins/versions.lock; docs/plugins.md, "Versions")
+    protocol_version = "2"
     paper = PAPER
     description = "roofline + alpha-beta-gamma model of data-parallel CNN training, validated by measurement"
     frameworks = ("numpy", "mpi")

@@ -41,6 +41,8 @@ NEARLY_ALL_CHAINS = 0.75
 
 class Dpmm(Workload):
     name = "dpmm"
+    # bumped when the measured work changes (plugins/versions.lock; docs/plugins.md, "Versions")
+    protocol_version = "5"
     paper = PAPER
     description = ("Chang-Fisher sub-cluster split/merge sampler (NIW-Gaussian or Dirichlet-multinomial), "
                    "master/worker over MPI")

@@ -30,6 +30,8 @@ STRATEGIES = (*FEATURE_BASED, "fine_tune")
 
 class EmailTransfer(Workload):
     name = "email_transfer"
+    # bumped when the measured work changes (plugins/versions.lock; docs/plugins.md, "Versions")
+    protocol_version = "3"
     paper = PAPER
     description = ("GloVe and MiniLM, feature-based (LR, frozen head) vs fine-tuned, macro-F1 over a "
                    "label sweep; crossover n*")

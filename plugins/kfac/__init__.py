@@ -42,6 +42,8 @@ KFAC_LOSES = Claim("test_accuracy", "<=", -0.005, min_equal_n=3, paper_value="na
 
 class Kfac(Workload):
     name = "kfac"
+    # bumped when the measured work changes (plugins/versions.lock; docs/plugins.md, "Versions")
+    protocol_version = "3"
     paper = PAPER
     description = "K-FAC vs SGD at small and large batch (+ SmoothOut), fixed epochs, 15 paired seeds: the large-batch generalisation gap"
     frameworks = ("torch", "mpi")

@@ -35,6 +35,8 @@ COMM_FREE = Control({"msf": 64, "comm": "free"},
 
 class PsgdSvm(Workload):
     name = "psgd_svm"
+    # bumped when the measured work changes (plugins/versions.lock; docs/plugins.md, "Versions")
+    protocol_version = "4"
     paper = PAPER
     description = "Pegasos SVM, data-parallel over MPI ranks with model averaging every msf samples"
     frameworks = ("numpy", "mpi")

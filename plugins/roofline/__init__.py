@@ -22,6 +22,8 @@ DTYPES = {"fp64": np.float64, "fp32": np.float32}
 
 class Roofline(Workload):
     name = "roofline"
+    # bumped when the measured work changes (plugins/versions.lock; docs/plugins.md, "Versions")
+    protocol_version = "1"
     paper = "measurement probe (roofline model: Williams, Waterman, Patterson 2009)"
     description = "GEMM GFLOP/s through the backend's BLAS and triad GB/s: this node's measured ceilings"
     frameworks = ("blas",)

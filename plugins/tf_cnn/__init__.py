@@ -33,6 +33,8 @@ PAPER = ("Ramirez-Gargallo, Garcia-Gasulla, Mantovani. TensorFlow on state-of-th
 
 class TfCnn(Workload):
     name = "tf_cnn"
+    # bumped when the measured work changes (plugins/versions.lock; docs/plugins.md, "Versions")
+    protocol_version = "3"
     paper = PAPER
     description = "TensorFlow CNN training images/s (ResNet-50, VGG16, InceptionV3, AlexNet) on oneDNN vs Eigen"
     frameworks = ("tensorflow", "mpi")
