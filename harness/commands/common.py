@@ -68,9 +68,22 @@ def profiles() -> tuple[dict[str, Profile], list[Problem]]:
     return load_profiles(registry().profile_dirs)
 
 
+def with_measured_clock(fp: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint with ``cpu.measured_clock``: the clock the usable cores run at
+    (harness.hardware.clock), from which peaks are derived; not on an emulated machine."""
+    from harness.hardware.clock import cached_clock
+    from harness.hardware.identity import identity
+
+    if (fp.get("emulation") or {}).get("emulated"):
+        return fp
+    cpu = fp.get("cpu") or {}
+    clock = cached_clock(identity(fp)["key"], int(cpu.get("usable_cpus") or 1))
+    return {**fp, "cpu": {**cpu, "measured_clock": clock}}
+
+
 def machine() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """This machine's fingerprint, the profile it matches, and that profile's data (or {})."""
-    fp = fingerprint()
+    fp = with_measured_clock(fingerprint())
     found, _ = profiles()
     match = match_profile(fp, found)
     return fp, match, (found[match["name"]].data if match["name"] else {})

@@ -2,10 +2,12 @@
 
 Where the machine matched a CPU profile exactly (its model regex, :func:`~harness.hardware.identity.exact_profile`),
 the profile's whole-node peak is scaled to the cores used (``source: profile``). Otherwise the
-peak is **derived** from the machine's own core and clock: cores used x reported GHz x fp64
-flop/cycle of its core (the table below, with its sources). A VM reports its nominal or TSC
-clock, not the turbo clock: a measured rate above the derived peak says the peak is wrong
-(:data:`IMPOSSIBLE`), never that the machine beat its peak. A profile matched only by family or
+peak is **derived** from the machine's own core and clock: cores used x GHz x fp64 flop/cycle of
+its core (the table below, with its sources). The GHz is the clock the cores were measured to
+run at (harness.hardware.clock, recorded as ``cpu.measured_clock``); records made before it was
+measured have only the reported clock, which a VM gives as its nominal or TSC clock, not the
+turbo clock: a measured rate above the derived peak says the peak is wrong (:data:`IMPOSSIBLE`),
+never that the machine beat its peak. A profile matched only by family or
 microarchitecture (another SKU, another node) lends nothing.
 """
 from __future__ import annotations
@@ -72,15 +74,21 @@ def machine_peaks(hardware: dict[str, Any], profile: dict[str, Any], profile_dat
                     "how": f"profile {profile['name']} (this SKU), {cores} of {node or '?'} cores"}
     core, row = _core_row(cpu)
     mhz = cpu.get("max_mhz")
+    measured = (cpu.get("measured_clock") or {}).get("ghz")
     if row is None:
         return {"source": None, "how": f"no flop/cycle figure for core {core!r} (harness.hardware.peaks)"}
-    if not isinstance(mhz, (int, float)) or mhz <= 0:
-        return {"source": None, "how": "the clock is not reported"}
+    reported = f"{mhz / 1000:.2f} GHz" if isinstance(mhz, (int, float)) and mhz > 0 else "none"
+    if isinstance(measured, (int, float)) and measured > 0:
+        ghz, clock = float(measured), f"{measured:.2f} GHz (measured; reported {reported})"
+    elif isinstance(mhz, (int, float)) and mhz > 0:
+        ghz, clock = mhz / 1000, f"{mhz / 1000:.2f} GHz (reported)"
+    else:
+        return {"source": None, "how": "the clock is neither measured nor reported"}
     per_cycle, source = row
-    fp64 = cores * mhz / 1000 * per_cycle
+    fp64 = cores * ghz * per_cycle
     return {"fp64_gflops": fp64, "fp32_gflops": 2 * fp64, "bandwidth_gbs": None, "source": "derived",
-            "how": f"derived: {cores} cores x {mhz / 1000:.2f} GHz (reported) x {per_cycle:g} fp64 flop/cycle "
-                   f"({core}: {source})"}
+            "clock": "measured" if "measured;" in clock else "reported",
+            "how": f"derived: {cores} cores x {clock} x {per_cycle:g} fp64 flop/cycle ({core}: {source})"}
 
 
 def fraction_or_problem(measured: float, peak: float | None, what: str = "peak") -> tuple[float | None, str]:

@@ -54,7 +54,7 @@ def machine_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     rows = []
     for name in names:
         mine = df[df.machine == name]
-        info = json.loads(mine.machine_info.iloc[0]) if "machine_info" in mine and len(mine) else {}
+        info = machine_info_of(mine)
         f = info.get("facts") or {}
         facts = "; ".join(t for t in (
             f"{f.get('cpus')} CPUs usable" + (f" on {f['sockets']} socket(s)" if f.get("sockets") else "")
@@ -63,7 +63,8 @@ def machine_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             {True: "virtualised", False: "bare metal", None: "virtualisation unknown"}[f.get("virtualised")],
             f"core {info.get('core')}" if info.get("core") else "",
             ", ".join(f.get("gpus") or []),
-            f"clock {info['clock_mhz']:.0f} MHz reported" if info.get("clock_mhz") else "") if t)
+            f"clock {info['clock_mhz']:.0f} MHz reported" if info.get("clock_mhz") else "",
+            f"cores measured at {info['measured_ghz']:.2f} GHz" if info.get("measured_ghz") else "") if t)
         peaks = _profile_peaks(info) or info.get("derived_peaks") or {}
         peak = (f"{peaks['fp64_gflops']:.4g} ({peaks['how']})" if peaks.get("fp64_gflops")
                 else f"none: {peaks.get('how', 'unknown')}")
@@ -75,12 +76,20 @@ def machine_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             measured = f"{best.throughput:.4g} (measured, {threads} thread(s), {best.backend})"
             cpus = f.get("cpus") or threads
             if peaks.get("fp64_gflops") and threads >= cpus:
-                _, problem = fraction_or_problem(float(best.throughput), peaks["fp64_gflops"], "peak")
-                if problem:
-                    measured += "; " + problem
+                fraction, problem = fraction_or_problem(float(best.throughput), peaks["fp64_gflops"], "peak")
+                measured += "; " + problem if problem else f"; {fraction:.0%} of the peak"
         rows.append([name, info.get("key") or mine.machine_key.iloc[0], facts, info.get("relation") or "none",
                      peak, measured])
     return columns, rows
+
+
+def machine_info_of(rows: pd.DataFrame) -> dict[str, Any]:
+    """The machine facts of a machine's rows: those of a record whose clock was measured where one
+    was (its peak is derived from the clock the cores ran at), else the first record's."""
+    if "machine_info" not in rows or not len(rows):
+        return {}
+    infos = [json.loads(text) for text in dict.fromkeys(rows.machine_info.dropna())]
+    return next((i for i in infos if i.get("measured_ghz")), infos[0] if infos else {})
 
 
 def _geomean_speedup(pairs: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,

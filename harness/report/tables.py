@@ -243,8 +243,9 @@ def overview_sections(df: pd.DataFrame) -> Iterator[tuple[str, list[str], list[l
     columns, rows = overview.machine_rows(df)
     yield ("Machines", columns, rows,
            "Each machine as its facts say (harness.hardware.identity), never named after a hardware profile it "
-           "only resembles. fp64 peak: a profile's for its own SKU, else derived from the core and the reported "
-           "clock; measured: the roofline's best fp64 GEMM here.")
+           "only resembles. fp64 peak: a profile's for its own SKU, else derived from the core and the clock its "
+           "cores were measured to run at (the reported clock on records made before the clock was measured, "
+           "which a VM's turbo beats); measured: the roofline's best fp64 GEMM here, with its fraction of the peak.")
     columns, rows = overview.speedup_matrix(df, df.attrs.get("reference"))
     if rows:
         yield (f"Speed-up per workload over {machines.machines_of(df, df.attrs.get('reference'))[0]}", columns, rows,

@@ -149,6 +149,7 @@ def machine_info(record: Record) -> str:
             "facts": ident.get("facts"), "clock_mhz": cpu.get("max_mhz"),
             "profile": profile["name"], "profile_match": profile["match_by"], "relation": profile_relation(profile),
             "derived_peaks": machine_peaks(record.hardware, {}, {}),
+            "measured_ghz": ((record.hardware.get("cpu") or {}).get("measured_clock") or {}).get("ghz"),
         }, sort_keys=True, default=str)
     return text
 
