@@ -31,7 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "interval and fraction of peak")
     p.add_argument("--reference", metavar="TEXT",
                    help="the reference machine of speed-ups: the first whose name contains TEXT "
-                        "(default: the first machine of the records)")
+                        "(default: the machine sharing the most matched cases with the others)")
+    p.add_argument("--platforms", metavar="TEXT,TEXT",
+                   help="the machines performance portability is computed over, each named by a part of its name "
+                        "(default: per workload, the largest set of machines that ran the same work)")
     add_correction_option(p)
     add_confidence_option(p, default=None,
                           extra=" (default: the level each record was judged at); claims are judged again "
@@ -68,6 +71,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"no readable records in {', '.join(args.results)}")
     df = rejudged(df, args.confidence)
     df.attrs["reference"] = args.reference
+    df.attrs["platforms"] = [p.strip() for p in args.platforms.split(",") if p.strip()] if args.platforms else None
     df.attrs["correction"] = args.correction
     df.attrs["inputs"] = list(args.results)   # machines appear in the order their files were given
     out = pathlib.Path(args.out) if args.out else None

@@ -78,6 +78,11 @@ def machines_of(df: pd.DataFrame, reference: str | None = None) -> list[str]:
     firsts = order.sort_values(["_file"], kind="stable").drop_duplicates("machine")
     names = [m for m, e in zip(firsts.machine, firsts.emulated.astype(bool)) if not e] + \
             [m for m, e in zip(firsts.machine, firsts.emulated.astype(bool)) if e]
+    if not reference and len(names) > 1 and {"version", "samples"} <= set(df.columns):
+        best, _ = default_reference(df)
+        if best in names:
+            names.remove(best)
+            names.insert(0, best)
     if reference:
         chosen = [m for m in names if reference.lower() in m.lower()]
         if not chosen:
@@ -88,15 +93,45 @@ def machines_of(df: pd.DataFrame, reference: str | None = None) -> list[str]:
     return names
 
 
+def shared_cases(df: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """{machine: {other machine: cases both ran in the same work version}} over the real
+    (not emulated) machines' usable rows."""
+    ok = usable(df[~df.emulated.astype(bool)]) if not df.empty else df
+    names = list(dict.fromkeys(ok.machine)) if not ok.empty else []
+    out: dict[str, dict[str, int]] = {m: {o: 0 for o in names if o != m} for m in names}
+    for _, group in (ok.groupby(CASE_KEY + ["version"], dropna=False) if not ok.empty else []):
+        ran = list(dict.fromkeys(group.machine))
+        for m in ran:
+            for o in ran:
+                if o != m:
+                    out[m][o] += 1
+    return out
+
+
+def default_reference(df: pd.DataFrame) -> tuple[str | None, str]:
+    """(the machine sharing the most matched cases with the others, why): the default reference
+    of the speed-ups, so that the headline compares as much as the records allow (ties: the
+    machine read first)."""
+    shared = shared_cases(df)
+    if not shared:
+        return None, ""
+    totals = {m: sum(others.values()) for m, others in shared.items()}
+    best = max(totals, key=lambda m: totals[m])     # max keeps the first of equals: the order read
+    return best, (f"the machine sharing the most matched cases with the others ({totals[best]} case-machine "
+                  "pairs in the same work version); --reference chooses another")
+
+
 def samples_array(values: Any) -> np.ndarray:
     """Seconds per measured repeat (empty when the frame was loaded without samples)."""
     return np.asarray(values if isinstance(values, (list, tuple, np.ndarray)) else [], dtype=float)
 
 
-def matched_cases(ok: pd.DataFrame, names: list[str]) -> Iterator[tuple[tuple[Any, ...], dict[str, Any], dict[str, list[str]]]]:
+def matched_cases(ok: pd.DataFrame, names: list[str], every_version: bool = False
+                  ) -> Iterator[tuple[tuple[Any, ...], dict[str, Any], dict[str, list[str]]]]:
     """(case key, {machine: its row} of the machines that ran the compared version, {version:
     machines} when machines ran different versions, else {}) per case of ``usable`` rows. The
-    compared version is the reference's (``names[0]``), else the one most machines ran."""
+    compared version is the reference's (``names[0]``), else the one most machines ran;
+    ``every_version``: one item per version instead (every group of machines that ran the same work)."""
     for key, group in ok.groupby(CASE_KEY, sort=True, dropna=False):
         per = {r.machine: r for r in group.itertuples()}
         versions: dict[str, list[str]] = {}
@@ -105,6 +140,10 @@ def matched_cases(ok: pd.DataFrame, names: list[str]) -> Iterator[tuple[tuple[An
                 versions.setdefault(per[m].version, []).append(m)
         if len(versions) < 2:
             yield key, per, {}
+            continue
+        if every_version:
+            for v in versions:
+                yield key, {m: r for m, r in per.items() if r.version == v}, versions
             continue
         ref = per.get(names[0]) if names else None
         chosen = ref.version if ref is not None else max(versions, key=lambda v: len(versions[v]))
@@ -189,22 +228,46 @@ def _harmonic(effs: list[float]) -> float:
     return 0.0 if not effs or any(e <= 0 for e in effs) else len(effs) / sum(1.0 / e for e in effs)
 
 
-def portability(df: pd.DataFrame, seed: int = 0) -> list[dict[str, Any]]:
-    """Per workload: Pennycook's PP over the report's (non-emulated) machines, application
+def platform_set(group: pd.DataFrame, names: list[str]) -> list[str]:
+    """The largest set of ``names`` that ran one same case in one work version (ties: the set
+    whose machines come first): PP over a set that did run the same work, rather than 0 because
+    one machine of the report ran another version."""
+    best: list[str] = []
+    for _, g in group.groupby(CASE_KEY[1:] + ["version"], dropna=False):
+        ran = [m for m in names if m in set(g.machine)]
+        if len(ran) > len(best):
+            best = ran
+    return best
+
+
+def portability(df: pd.DataFrame, seed: int = 0, platforms: list[str] | None = None) -> list[dict[str, Any]]:
+    """Per workload: Pennycook's PP over a named set of (non-emulated) machines, ``platforms``
+    (substrings of machine names), by default the largest set that ran the same work; application
     efficiency with a bootstrap interval, architectural efficiency where the workload declares a
     fraction of peak, and each machine's efficiencies."""
     ok = usable(df[~df.emulated.astype(bool)])
-    names = list(dict.fromkeys(ok.machine))
-    if len(names) < 2:
+    every = list(dict.fromkeys(ok.machine))
+    if len(every) < 2:
         return []
+    chosen = None
+    if platforms:
+        chosen = [m for m in every if any(p.lower() in m.lower() for p in platforms)]
+        if len(chosen) < 2:
+            from harness.errors import UsageError
+            raise UsageError(f"--platforms {','.join(platforms)}: matches {len(chosen)} machine(s); name 2 or more "
+                             f"of: {'; '.join(every)}")
     out = []
     rng = np.random.default_rng(seed)
     for workload, group in ok.groupby("workload", sort=True):
+        names = chosen or platform_set(group, every)
+        if len(names) < 2:
+            continue
         ran = set(group.machine)
-        cases = [g for _, g in group.groupby(CASE_KEY[1:] + ["version"], dropna=False) if set(g.machine) == set(names)]
+        cases = [g for _, g in group.groupby(CASE_KEY[1:] + ["version"], dropna=False) if set(names) <= set(g.machine)]
+        cases = [g[g.machine.isin(names)] for g in cases]
         missing = [m for m in names if m not in ran]
         entry: dict[str, Any] = {"workload": workload, "machines": len(names), "cases": len(cases),
-                                 "missing": missing}
+                                 "missing": missing, "platforms": names}
         if missing or not cases:
             entry.update(pp_app=0.0, pp_app_low=None, pp_app_high=None, pp_arch=0.0 if missing else None,
                          efficiency={})
@@ -310,13 +373,13 @@ def different_protocol_rows(wide: pd.DataFrame) -> list[list[str]]:
 
 
 def portability_rows(entries: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    columns = ["workload", "PP (application efficiency) [95% bootstrap]", "PP (architectural efficiency)",
-               "cases on every machine", "efficiency per machine"]
+    columns = ["workload", "machines (the set PP is over)", "PP (application efficiency) [95% bootstrap]",
+               "PP (architectural efficiency)", "cases on every machine", "efficiency per machine"]
     rows = []
     for e in entries:
         pp = (f"0 (not run on: {', '.join(e['missing'])})" if e["missing"] else
               f"{_fmt(e['pp_app'])} [{_fmt(e['pp_app_low'])}, {_fmt(e['pp_app_high'])}]" if e["cases"] else
               "0 (no case ran on every machine)")
-        rows.append([e["workload"], pp, _fmt(e.get("pp_arch")) or "n/a (no fraction of peak)", str(e["cases"]),
+        rows.append([e["workload"], "; ".join(e.get("platforms") or []), pp, _fmt(e.get("pp_arch")) or "n/a (no fraction of peak)", str(e["cases"]),
                      "; ".join(f"{m}: {_fmt(v)}" for m, v in (e.get("efficiency") or {}).items())])
     return columns, rows

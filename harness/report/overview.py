@@ -140,3 +140,35 @@ def speedup_matrix(df: pd.DataFrame, reference: str | None = None, confidence: f
             row.append(f"x{_fmt(est)}{interval} ({len(got)} case{'s' * (len(got) > 1)})")
         rows.append(row)
     return ["workload", *[f"{m}" for m in names[1:]]], rows
+
+
+def pairwise_matrix(df: pd.DataFrame, confidence: float = 0.95, seed: int = 0) -> tuple[list[str], list[list[str]]]:
+    """(columns, rows) for 3+ real machines: per pair, the geometric-mean speed-up of the column's
+    machine over the row's on every case both ran in the same work version [bootstrap interval]
+    (n cases), so that every pair with matched cases is compared somewhere, whatever the reference."""
+    ok = usable(df[~df.emulated.astype(bool)]) if not df.empty else df
+    names = machines_of(ok) if not ok.empty else []
+    if len(names) < 3:
+        return [], []
+    pairs: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+    for _, per, _ in matched_cases(ok, names, every_version=True):
+        for a in names:
+            for b in names:
+                if a != b and a in per and b in per:
+                    sa, sb = samples_array(per[a].samples), samples_array(per[b].samples)
+                    if len(sa) and len(sb) and np.all(sa > 0) and np.all(sb > 0):
+                        pairs.setdefault((a, b), []).append((sa, sb))
+    rng = np.random.default_rng(seed)
+    rows = []
+    for a in names:
+        row = [a]
+        for b in names:
+            got = pairs.get((a, b))
+            if a == b or not got:
+                row.append("" if a == b else "no matched case")
+                continue
+            est, lo, hi = _geomean_speedup(got, rng, confidence)
+            interval = f" [{_fmt(lo)}, {_fmt(hi)}]" if lo is not None else " (no interval)"
+            row.append(f"x{_fmt(est)}{interval} ({len(got)})")
+        rows.append(row)
+    return ["row machine \\ speed-up of", *names], rows

@@ -248,9 +248,22 @@ def overview_sections(df: pd.DataFrame) -> Iterator[tuple[str, list[str], list[l
            "which a VM's turbo beats); measured: the roofline's best fp64 GEMM here, with its fraction of the peak.")
     columns, rows = overview.speedup_matrix(df, df.attrs.get("reference"))
     if rows:
-        yield (f"Speed-up per workload over {machines.machines_of(df, df.attrs.get('reference'))[0]}", columns, rows,
-               "Geometric mean over the cases both machines ran in the same workload version of median(reference "
-               "s) / median(machine s) [95% bootstrap interval]; above 1: faster than the reference.")
+        names = machines.machines_of(df, df.attrs.get("reference"))
+        ref = names[0]
+        why = ("chosen with --reference" if df.attrs.get("reference") else machines.default_reference(df)[1])
+        shared = machines.shared_cases(df).get(ref, {})
+        apart = [m for m in names[1:] if not shared.get(m)]
+        note = ("Geometric mean over the cases both machines ran in the same workload version of median(reference "
+                f"s) / median(machine s) [95% bootstrap interval]; above 1: faster than the reference. The reference, "
+                f"{ref}: {why}." + "".join(f" {m} shares no case of the same work with the reference: see the "
+                                           "pairwise table." for m in apart))
+        yield (f"Speed-up per workload over {ref}", columns, rows, note)
+    columns, rows = overview.pairwise_matrix(df)
+    if rows:
+        yield ("Speed-up between every pair of machines", columns, rows,
+               "Per pair, the geometric mean over every case both ran in the same work version of median(row "
+               "machine s) / median(column machine s) [95% bootstrap interval] (cases): above 1, the column's "
+               "machine is faster.")
     names, rows = machines.verdict_matrix(df)
     if rows:
         yield ("Claims per machine", ["claim", *names], rows,
@@ -281,12 +294,15 @@ def machine_sections(df: pd.DataFrame, wide: pd.DataFrame | None = None) -> Iter
                        "changed between the runs): the work differs, so their times are not compared.")
     if not df.empty:
         yield from model_sections(df)
-    entries = machines.portability(df) if several else []
+    entries = machines.portability(df, platforms=df.attrs.get("platforms")) if several else []
     if entries:
         columns, table = machines.portability_rows(entries)
+        chosen = df.attrs.get("platforms")
         yield ("Performance portability", columns, table,
-               "Pennycook's PP: the harmonic mean of a workload's efficiency over the machines, 0 when one did "
-               "not run it (docs/reports.md says how it is computed).")
+               "Pennycook's PP: the harmonic mean of a workload's efficiency over a set of machines, 0 when one "
+               "of the set did not run it. The set: " + (f"the machines --platforms {','.join(chosen)} names"
+               if chosen else "per workload, the largest set of machines that ran one same case in one work "
+               "version (--platforms names another)") + " (docs/reports.md says how it is computed).")
 
 
 def model_sections(df: pd.DataFrame) -> Iterator[tuple[str, list[str], list[list[str]], str]]:
