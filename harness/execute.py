@@ -170,7 +170,7 @@ def base_record(case: Case, session: Session) -> Record:
                               paper=workload.paper,
                               throughput=Throughput(*workload.throughput) if workload.throughput else None,
                               ceilings=dict(workload.ceilings), version=version, protocol_version=declared,
-                              work=work_of(workload, case.params)),
+                              work=work_of(workload, case.params), compare_by=str(workload.compare_by or "")),
         size=case.size, params=case.params, swept=case.swept,
         backend=BackendInfo(requested=case.backend,
                             source=reg.source("backend", case.backend) if case.backend else None),

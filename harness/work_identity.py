@@ -331,12 +331,3 @@ def work_of(workload: Any, params: dict[str, Any]) -> dict[str, Any]:
     facts = json.loads(json.dumps(facts, default=str))
     return {"digest": work_digest(params, facts), "facts": facts}
 
-
-def current_claims() -> dict[str, tuple[str, list[Any]]]:
-    """{workload: (the work version its code makes now, its claims)} of every registered
-    workload: what harness.current_claims applies to the records of that version."""
-    from harness.commands.common import registry
-
-    reg = registry()
-    return {name: (current_work_version(reg.workload(name)), list(reg.workload(name).claims))
-            for name in sorted(reg.workloads)}

@@ -61,6 +61,11 @@ class Workload:
     # ("train_boxes_per_s", "boxes/s"), optionally with a third item naming the metric that gives
     # it as a fraction of the machine's peak. None: the workload has no throughput figure.
     throughput: ClassVar[tuple[str, str] | tuple[str, str, str] | None] = None
+    # What a training workload's cases are compared by across machines (side by side, speed-ups):
+    # the metric whose replicates (per seed via ctx.replicates, else per repeat) are seconds of
+    # training, e.g. "seconds_to_target" (time to the quality target) or a per-seed training time,
+    # with a bootstrap interval over them, instead of the repeat's wall time. None: the repeats.
+    compare_by: ClassVar[str | None] = None
     # Machine ceilings the workload measures, metric -> unit ("GFLOP/s" or "GB/s" ones are drawn as
     # rooflines and listed by `harness info`), e.g. {"peak_gflops_fp64": "GFLOP/s"}.
     ceilings: ClassVar[dict[str, str]] = {}

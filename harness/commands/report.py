@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+from typing import Any
 
 from harness.commands.common import add_confidence_option, add_correction_option, warn_unreadable
 from harness.atomic import write_atomic
@@ -49,12 +50,22 @@ READS = {"md": frozenset({"claims", "samples", "work_metrics"}),
 BY_MACHINE_READS = frozenset({"samples"})
 
 
+def current_claims() -> dict[str, tuple[str, list[Any]]]:
+    """{workload: (the work version its code makes now, its claims)} of every registered
+    workload: what harness.current_claims applies to the records of that version."""
+    from harness.commands.common import registry
+    from harness.work_identity import current_work_version
+
+    reg = registry()
+    return {name: (current_work_version(reg.workload(name)), list(reg.workload(name).claims))
+            for name in sorted(reg.workloads)}
+
+
 def main(args: argparse.Namespace) -> int:
     from harness.report.html import html_parts          # pandas and the report: only when used
     from harness.report.stamp import stamp_text
     from harness.report.tables import markdown_parts, rejudged
     from harness.results.frame import NOT_FLAT, load_frame
-    from harness.work_identity import current_claims
 
     fmt = args.format or (pathlib.Path(args.out).suffix.lstrip(".") if args.out else "md")
     if fmt not in FORMATS:

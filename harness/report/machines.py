@@ -93,6 +93,19 @@ def machines_of(df: pd.DataFrame, reference: str | None = None) -> list[str]:
     return names
 
 
+def compared_seconds(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    """The seconds two machines' rows of one case are compared by: per seed (or per training)
+    the workload's compare_by metric where both rows have it (time to the quality target, a
+    training time: harness.results.record.Record.comparison_seconds), else their repeats' wall
+    times; with the basis ('' for the repeats)."""
+    basis_a, basis_b = getattr(a, "compare_by", "") or "", getattr(b, "compare_by", "") or ""
+    if basis_a and basis_a == basis_b:
+        sa, sb = samples_array(a.compare_samples), samples_array(b.compare_samples)
+        if len(sa) >= 2 and len(sb) >= 2:
+            return sa, sb, basis_a
+    return samples_array(a.samples), samples_array(b.samples), ""
+
+
 def shared_cases(df: pd.DataFrame) -> dict[str, dict[str, int]]:
     """{machine: {other machine: cases both ran in the same work version}} over the real
     (not emulated) machines' usable rows."""
@@ -179,8 +192,9 @@ def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float
             out[f"{m} | fraction_of_peak"] = r.fraction_of_peak
             out[f"{m} | version"] = r.version
             if ref is not None and not r.emulated and not ref.emulated:
-                a, b = samples_array(ref.samples), samples_array(r.samples)
+                a, b, basis = compared_seconds(ref, r)
                 if len(a) and len(b):
+                    out[f"{m} | speedup_by"] = basis
                     est, lo, hi = ratio_of_medians(a, b, confidence)
                     out[f"{m} | speedup_vs_ref"] = est
                     out[f"{m} | speedup_low"] = None if math.isnan(lo) else lo
@@ -339,6 +353,9 @@ def side_by_side_rows(wide: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             if i and sp is not None and not (isinstance(sp, float) and math.isnan(sp)):
                 lo, hi = _fmt(r.get(f"{m} | speedup_low")), _fmt(r.get(f"{m} | speedup_high"))
                 text += f"; x{_fmt(sp)} " + (f"[{lo}, {hi}]" if lo and hi else "(no interval: 1 repeat a side)")
+                by = r.get(f"{m} | speedup_by")
+                if isinstance(by, str) and by:
+                    text += f" by per-seed {by}"
             fop = r.get(f"{m} | fraction_of_peak")
             if fop is not None and not (isinstance(fop, float) and math.isnan(fop)):
                 text += f"; {100 * fop:.0f}% of peak"

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from harness.hardware.peaks import fraction_or_problem
-from harness.report.machines import machines_of, matched_cases, samples_array, usable
+from harness.report.machines import compared_seconds, machines_of, matched_cases, usable
 from harness.intervals import bootstrap_medians
 
 BOOTSTRAP = 1000
@@ -117,15 +117,16 @@ def speedup_matrix(df: pd.DataFrame, reference: str | None = None, confidence: f
         return [], []
     ref = names[0]
     pairs: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+    bases: dict[tuple[str, str], set[str]] = {}
     for key, per, _ in matched_cases(ok, names):
         if ref not in per:
             continue
-        a = samples_array(per[ref].samples)
         for m in names[1:]:
             if m in per:
-                b = samples_array(per[m].samples)
+                a, b, basis = compared_seconds(per[ref], per[m])
                 if len(a) and len(b) and np.all(a > 0) and np.all(b > 0):
                     pairs.setdefault((key[0], m), []).append((a, b))
+                    bases.setdefault((key[0], m), set()).add(basis)
     rng = np.random.default_rng(seed)
     rows = []
     for workload in sorted({w for w, _ in pairs}):
@@ -137,7 +138,9 @@ def speedup_matrix(df: pd.DataFrame, reference: str | None = None, confidence: f
                 continue
             est, lo, hi = _geomean_speedup(got, rng, confidence)
             interval = f" [{_fmt(lo)}, {_fmt(hi)}]" if lo is not None else " (no interval: 1 repeat)"
-            row.append(f"x{_fmt(est)}{interval} ({len(got)} case{'s' * (len(got) > 1)})")
+            by = sorted(b for b in bases.get((workload, m), set()) if b)
+            basis = f"; per seed: {', '.join(by)}" if by else ""
+            row.append(f"x{_fmt(est)}{interval} ({len(got)} case{'s' * (len(got) > 1)}{basis})")
         rows.append(row)
     return ["workload", *[f"{m}" for m in names[1:]]], rows
 
@@ -155,7 +158,7 @@ def pairwise_matrix(df: pd.DataFrame, confidence: float = 0.95, seed: int = 0) -
         for a in names:
             for b in names:
                 if a != b and a in per and b in per:
-                    sa, sb = samples_array(per[a].samples), samples_array(per[b].samples)
+                    sa, sb, _ = compared_seconds(per[a], per[b])
                     if len(sa) and len(sb) and np.all(sa > 0) and np.all(sb > 0):
                         pairs.setdefault((a, b), []).append((sa, sb))
     rng = np.random.default_rng(seed)

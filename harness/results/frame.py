@@ -16,7 +16,7 @@ from harness.safe_text import DISPLAY_CHARS, shortened
 
 
 # Columns holding lists or dicts, which flat formats (CSV, Parquet) leave out.
-NESTED_COLUMNS = ["samples", "metrics", "ceilings", "claims", "phases"]
+NESTED_COLUMNS = ["samples", "compare_samples", "metrics", "ceilings", "claims", "phases"]
 # What a reader may ask to keep: the nested columns, list-valued metrics, the claims' replicates
 # (and "ceiling_metrics": only the metrics a workload names as machine ceilings).
 EVERYTHING = frozenset(NESTED_COLUMNS) | {"metric_lists", "evidence"}
@@ -33,7 +33,7 @@ COLUMNS = ["file", "workload", "version", "work_digest", "case_id", "size", "par
            "unstable", "throughput", "throughput_unit", *TIME_TO_QUALITY, "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
            "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
            "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_premise_absent", "claims_total", "control",
-           "created", "run_id", "commit", "samples", "metrics", "ceilings", "claims", "phases"]
+           "created", "run_id", "commit", "samples", "compare_samples", "compare_by", "metrics", "ceilings", "claims", "phases"]
 
 
 def _shown_params(swept: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +54,7 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING,
     throughput, unit = record.throughput()
     ttq = record.time_to_quality() or {}
     claims = current_verdicts(record, claims_now)
+    compared = record.comparison_seconds()
     counts = claim_counts(claims)
     energy = record.resources.get("energy") or {}
     return {
@@ -111,6 +112,8 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING,
         "run_id": record.run_id,
         "commit": record.commit,
         "samples": record.samples if "samples" in keep else None,
+        "compare_samples": compared[0] if "samples" in keep else None,
+        "compare_by": compared[1],
         "metrics": _metrics(record, keep),
         "ceilings": (record.workload.ceilings or None) if "ceilings" in keep else None,
         "claims": json.dumps([_claim_json(c, "evidence" in keep) for c in claims

@@ -48,13 +48,14 @@ class WorkloadInfo:
     version: str = ""
     protocol_version: str = ""
     work: dict[str, Any] = field(default_factory=dict)
+    compare_by: str = ""      # Workload.compare_by: what its cases are compared by across machines
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> WorkloadInfo:
         tp = d.get("throughput")
         return cls(d["name"], d["source"], d.get("paper", ""), Throughput(**tp) if tp else None,
                    dict(d.get("ceilings") or {}), d.get("version", ""), d.get("protocol_version", ""),
-                   dict(d.get("work") or {}))
+                   dict(d.get("work") or {}), str(d.get("compare_by") or ""))
 
 
 @dataclass
@@ -252,6 +253,23 @@ class Record:
         if tp is None:
             return None, ""
         return self.number(tp.metric), tp.unit
+
+    def comparison_seconds(self) -> tuple[list[float] | None, str]:
+        """(seconds per replicate, the metric) a training case is compared by across machines:
+        the workload's ``compare_by`` metric per seed (replicates) or per repeat (metric
+        samples), with 2 or more values; records made before compare_by was kept fall back to
+        per-seed ``seconds_to_target`` (time to quality); (None, '') for the repeats' wall time."""
+        for metric in ([self.workload.compare_by] if self.workload.compare_by else []) + ["seconds_to_target"]:
+            by_seed = self.replicates.get(metric)
+            raw = list(by_seed.values()) if by_seed else list(self.metric_samples.get(metric) or [])
+            values = []
+            for v in raw:
+                v = v[-1] if isinstance(v, list) and v else v     # a seed's list: its last value
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0:
+                    values.append(float(v))
+            if len(values) >= 2:
+                return values, metric
+        return None, ""
 
     def time_to_quality(self) -> dict[str, Any] | None:
         """The seconds to the workload's validation target (``seconds_to_target``: per repeat, or

@@ -44,6 +44,7 @@ class Kfac(Workload):
     name = "kfac"
     # bumped when the measured work changes (plugins/versions.lock; docs/plugins.md, "Versions")
     protocol_version = "3"
+    compare_by = "seconds_to_target"   # time to the quality target of each training: the machines are compared at quality
     paper = PAPER
     description = "K-FAC vs SGD at small and large batch (+ SmoothOut), fixed epochs, 15 paired seeds: the large-batch generalisation gap"
     frameworks = ("torch", "mpi")
