@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from harness.baseline_rule import CaseKey
+from harness.current_claims import current_verdicts
 from harness.history.provenance import changes, provenance
 from harness.intervals import DEFAULT_CONFIDENCE, ratio_of_medians
 from harness.plan import case_label
@@ -108,9 +109,12 @@ class Reference:
         return "the reference did not run this case on this machine kind"
 
 
-def _claims_changed(reference: Record, record: Record) -> list[str]:
-    before = {v.text: v.status for v in reference.claims}
-    return [f"{v.text}: {before[v.text]} -> {v.status}" for v in record.claims
+def _claims_changed(reference: Record, record: Record,
+                    claims_now: Mapping[str, tuple[str, list[Any]]] | None = None) -> list[str]:
+    """'claim: pass -> fail' per claim whose verdict differs, both sides judged by the claims of
+    the code that reads them where the records are of its protocol version (harness.current_claims)."""
+    before = {v.text: v.status for v in current_verdicts(reference, claims_now)}
+    return [f"{v.text}: {before[v.text]} -> {v.status}" for v in current_verdicts(record, claims_now)
             if v.text in before and before[v.text] != v.status]
 
 
@@ -133,7 +137,8 @@ def widened(ratio: float, low: float, high: float, run_medians: list[float],
 
 
 def check_record(record: Record, reference: Reference, tolerance: float = TOLERANCE,
-                 confidence: float | None = None) -> CaseCheck:
+                 confidence: float | None = None,
+                 claims_now: Mapping[str, tuple[str, list[Any]]] | None = None) -> CaseCheck:
     """``record`` judged against its reference: see the module's docstring. ``confidence``:
     the interval's level (default: the record's own, corrected for its looks under
     ``--until-decided``)."""
@@ -152,7 +157,7 @@ def check_record(record: Record, reference: Reference, tolerance: float = TOLERA
     pooled = [s for r in runs for s in r.samples]
     out.reference_runs = [r.run_id for r in runs]
     out.differs = [c.text() for c in changes([provenance(latest)], [provenance(record)])]
-    out.claims_changed = _claims_changed(latest, record)
+    out.claims_changed = _claims_changed(latest, record, claims_now)
     ratio, low, high = widened(*ratio_of_medians(record.samples, pooled, level),
                                [statistics.median(r.samples) for r in runs], level)
     out.ratio, out.median_s = ratio, statistics.median(record.samples)

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from harness.claims import Claim, ClaimVerdict
 from harness.verdicts import rejudge
+
+if TYPE_CHECKING:
+    from harness.results.record import Record
 
 DECIDED = ("pass", "fail", "inconclusive")
 
@@ -68,3 +72,14 @@ def judged_now(stored: list[ClaimVerdict], claims: list[Claim], params: dict[str
         note = f"judged again by the current claim from the record's replicates (it said {old.status} against {old.text})"
         out.append(dataclasses.replace(again, reason=f"{again.reason}; {note}" if again.reason else note))
     return out
+
+
+def current_verdicts(record: Record, claims_now: Mapping[str, tuple[str, list[Any]]] | None) -> list[Any]:
+    """The record's verdicts under the claims its workload declares now ({workload: (its current
+    work version, claims)}; harness.current_claims), for an ok measurement of the current
+    protocol version; else the record's own."""
+    current = (claims_now or {}).get(record.workload.name)
+    if current is None or record.control is not None or not record.ok or current[0] != record.work_version:
+        return record.claims
+    params = {**record.params, "ranks": record.launch.ranks, "threads": record.launch.threads, "size": record.size}
+    return judged_now(record.claims, current[1], params)

@@ -55,7 +55,7 @@ def test_fresh_runs_pass_against_earlier_runs_and_a_switched_off_jit_fails_namin
 def test_other_work_or_another_machine_kind_is_no_reference_never_a_pass(harness_cli, real_series, tmp_path) -> None:
     before, _ = real_series
     plain = read_jsonl(before / "results.jsonl")
-    other_version = dict(plain[3], workload={**plain[3]["workload"], "version": "0" * 12})
+    other_version = dict(plain[3], workload={**plain[3]["workload"], "version": "0" * 12, "protocol_version": "0"})
     other_machine = dict(plain[3], machine={**plain[3]["machine"], "key": "m-000000000000"})
     r, checks = _check(harness_cli, tmp_path, before, str(_write(tmp_path / "other", [other_version, other_machine])))
     assert r.returncode == 0, r.stdout + r.stderr

@@ -94,8 +94,12 @@ def test_a_machine_that_did_not_run_a_workload_gives_portability_zero(two_machin
     c.mkdir()
     append_record(c / "results.jsonl", make_record(id="c000000000000000", workload=make_record().workload.__class__(
         "other", "t:other"), hardware={"arch": "x86_64", "hostname": "c", "cpu": {"model": "Third CPU"}}))
-    (entry,) = [e for e in portability(load([a, b, c])) if e["workload"] == "w"]
-    assert entry["pp_app"] == 0.0 and entry["missing"] == ["Third"]
+    df = load([a, b, c])
+    (named,) = [e for e in portability(df, platforms=["Third", *[m for m in df.machine.unique() if m != "Third"]])
+                if e["workload"] == "w"]
+    assert named["pp_app"] == 0.0 and named["missing"] == ["Third"]     # a named set: 0 where one did not run it
+    (default,) = [e for e in portability(df) if e["workload"] == "w"]   # by default: the set that ran it
+    assert "Third" not in default["platforms"] and default["pp_app"] > 0 and not default["missing"]
 
 
 def test_gallery_and_cross_arch_records_render_side_by_side(harness_cli, tmp_path) -> None:

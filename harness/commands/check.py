@@ -18,7 +18,7 @@ from rich.markup import escape
 from harness import junit
 from harness.atomic import write_atomic
 from harness.check import TOLERANCE, CaseCheck, Reference, check_record
-from harness.commands.common import console, err_console, table, warn_unreadable
+from harness.commands.common import console, current_claims, err_console, table, warn_unreadable
 from harness.commands.run import add_case_options, add_launcher_options, request_from_args, run_with
 from harness.errors import UsageError
 from harness.results.record import Record
@@ -61,10 +61,12 @@ class CheckLoop(RunLoop):
         super().__init__(*args, **kwargs)
         self.reference, self.tolerance = reference, tolerance
         self.checks: dict[str, CaseCheck] = {}
+        self.claims_now = current_claims()     # both sides judged by the claims of this code
 
     def judge(self, case, record: Record) -> None:
         super().judge(case, record)
-        self.checks[record.case_id] = check_record(record, self.reference, self.tolerance)
+        self.checks[record.case_id] = check_record(record, self.reference, self.tolerance,
+                                                   claims_now=self.claims_now)
 
     def undecided(self, record: Record) -> list[str]:
         check = self.checks.get(record.case_id)
@@ -109,7 +111,8 @@ def main(args: argparse.Namespace) -> int:
         warn_unreadable(problems)
         if not records:
             raise UsageError(f"no readable records in {', '.join(args.results)}")
-        checks = [check_record(r, reference, args.tolerance) for r in records]
+        claims_now = current_claims()
+        checks = [check_record(r, reference, args.tolerance, claims_now=claims_now) for r in records]
     _print(checks, args.reference, args.tolerance)
     if json_file is not None:
         write_atomic(json_file, json.dumps([dataclasses.asdict(c) for c in checks], indent=2) + "\n")

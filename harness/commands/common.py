@@ -141,3 +141,12 @@ class UsageParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
+
+def current_claims() -> dict[str, tuple[str, list[Any]]]:
+    """{workload: (the work version its code makes now, its claims)} of every registered
+    workload: what harness.current_claims applies to the records of that version."""
+    from harness.work_identity import current_work_version
+
+    reg = registry()
+    return {name: (current_work_version(reg.workload(name)), list(reg.workload(name).claims))
+            for name in sorted(reg.workloads)}

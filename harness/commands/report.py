@@ -4,9 +4,8 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
-from typing import Any
 
-from harness.commands.common import add_confidence_option, add_correction_option, warn_unreadable
+from harness.commands.common import add_confidence_option, add_correction_option, current_claims, warn_unreadable
 from harness.atomic import write_atomic
 from harness.errors import UsageError
 from harness.safe_text import csv_frame
@@ -48,17 +47,6 @@ READS = {"md": frozenset({"claims", "samples", "work_metrics"}),
          "html": frozenset({"claims", "phases", "ceiling_metrics", "ceilings", "samples", "work_metrics"}),
          "csv": frozenset({"metrics"}), "parquet": frozenset({"metrics"})}
 BY_MACHINE_READS = frozenset({"samples"})
-
-
-def current_claims() -> dict[str, tuple[str, list[Any]]]:
-    """{workload: (the work version its code makes now, its claims)} of every registered
-    workload: what harness.current_claims applies to the records of that version."""
-    from harness.commands.common import registry
-    from harness.work_identity import current_work_version
-
-    reg = registry()
-    return {name: (current_work_version(reg.workload(name)), list(reg.workload(name).claims))
-            for name in sorted(reg.workloads)}
 
 
 def main(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from harness.claims import claim_counts
+from harness.current_claims import current_verdicts
 from harness.results.record import Record
 from harness.safe_text import DISPLAY_CHARS, shortened
 
@@ -155,19 +156,6 @@ def machine_info(record: Record) -> str:
             "measured_ghz": ((record.hardware.get("cpu") or {}).get("measured_clock") or {}).get("ghz"),
         }, sort_keys=True, default=str)
     return text
-
-
-def current_verdicts(record: Record, claims_now: Mapping[str, tuple[str, list[Any]]] | None) -> list[Any]:
-    """The record's verdicts under the claims its workload declares now ({workload: (its current
-    work version, claims)}; harness.current_claims), for an ok measurement of the current
-    protocol version; else the record's own."""
-    current = (claims_now or {}).get(record.workload.name)
-    if current is None or record.control is not None or not record.ok or current[0] != record.work_version:
-        return record.claims
-    from harness.current_claims import judged_now
-
-    params = {**record.params, "ranks": record.launch.ranks, "threads": record.launch.threads, "size": record.size}
-    return judged_now(record.claims, current[1], params)
 
 
 def _metrics(record: Record, keep: frozenset[str]) -> dict[str, Any] | None:
