@@ -79,3 +79,18 @@ def test_the_measured_clock_is_a_plausible_core_clock_and_the_peak_uses_it() -> 
     measured = machine_peaks({"cpu": {**cpu, "measured_clock": {"ghz": 3.0}}}, {}, {})
     assert reported["fp64_gflops"] == 2 * 2.0 * 16 and reported["clock"] == "reported"
     assert measured["fp64_gflops"] == 2 * 3.0 * 16 and "measured; reported 2.00 GHz" in measured["how"]
+
+
+def test_training_cases_are_compared_per_seed_where_both_machines_have_seeds() -> None:
+    from types import SimpleNamespace
+
+    from harness.report.machines import compared_seconds
+
+    def row(by: str, seeds: list[float] | None, repeats: list[float]) -> SimpleNamespace:
+        return SimpleNamespace(compare_by=by, compare_samples=seeds, samples=repeats)
+
+    a, b, basis = compared_seconds(row("fine_tune_s", [30.0, 31.0, 29.0], [240.0]),
+                                   row("fine_tune_s", [20.0, 21.0, 19.5], [160.0]))
+    assert basis == "fine_tune_s" and list(a) == [30.0, 31.0, 29.0] and list(b) == [20.0, 21.0, 19.5]
+    a, b, basis = compared_seconds(row("fine_tune_s", [30.0, 31.0], [240.0]), row("", None, [160.0]))
+    assert basis == "" and list(a) == [240.0] and list(b) == [160.0]     # one side has no seeds: the repeats

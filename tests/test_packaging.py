@@ -16,3 +16,10 @@ def test_all_packages_listed() -> None:
             rel = init.parent.relative_to(base).parts
             found.add(".".join((name, *rel)))
     assert found == listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+
+
+def test_the_plugins_lock_ships_with_the_plugins() -> None:
+    """A wheel install maps old records through plugins/versions.lock as a checkout does."""
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "versions.lock" in cfg["package-data"]["harness_plugins"]
+    assert (ROOT / "plugins" / "versions.lock").is_file()

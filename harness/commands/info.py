@@ -67,6 +67,15 @@ def _backend_rows() -> list[dict[str, str]]:
     return rows
 
 
+def _measured_clock_text(clock: dict[str, Any]) -> str:
+    """'3.65 GHz on 2 cores at once (per core 3.61, 3.65; 0.6 s): method' or why there is none."""
+    if not clock.get("ghz"):
+        return f"none: {clock.get('why') or 'not measured (emulated)'}"
+    per = ", ".join(f"{g:g}" for g in clock.get("per_thread_ghz") or [])
+    return (f"{clock['ghz']:g} GHz on {clock.get('threads')} core(s) at once (per core {per}; "
+            f"{clock.get('seconds', 0):g} s): {clock.get('method', '')}")
+
+
 def _tuning_text(t: dict) -> str:
     bits = [f"governor {', '.join(t.get('governors') or []) or 'unknown'}",
             f"boost {({True: 'on', False: 'off'}).get(t.get('boost'), 'unknown')}",
@@ -127,7 +136,9 @@ def main(args: argparse.Namespace) -> int:
          else uarch.get("reason", "unknown")),
         ("cores", f"{cpu['physical_cores']} physical, {cpu['logical_cpus']} logical, "
                   f"{cpu['usable_cpus']} usable, {cpu['sockets']} socket(s)"),
-        ("max MHz", str(cpu["max_mhz"])), ("ISA flags", " ".join(cpu["flags"])), ("caches", caches),
+        ("max MHz", f"{cpu['max_mhz']} (reported)"),
+        ("measured clock", _measured_clock_text(cpu.get("measured_clock") or {})),
+        ("ISA flags", " ".join(cpu["flags"])), ("caches", caches),
         ("memory", f"{fp['memory_bytes'] / 2**30:.1f} GiB"),
         ("GPUs", ", ".join(g["name"] for g in fp["gpus"]) or "none"),
         ("clock", _tuning_text(fp.get("tuning") or {})),

@@ -77,7 +77,13 @@ def machine_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             cpus = f.get("cpus") or threads
             if peaks.get("fp64_gflops") and threads >= cpus:
                 fraction, problem = fraction_or_problem(float(best.throughput), peaks["fp64_gflops"], "peak")
-                measured += "; " + problem if problem else f"; {fraction:.0%} of the peak"
+                if problem:
+                    measured += "; " + problem
+                elif peaks.get("source") == "derived" and peaks.get("clock") != "measured":
+                    measured += ("; no fraction: the peak is at the reported clock (the records predate the "
+                                 "measured clock), below the clock the cores run at")
+                else:
+                    measured += f"; {fraction:.0%} of the peak"
         rows.append([name, info.get("key") or mine.machine_key.iloc[0], facts, info.get("relation") or "none",
                      peak, measured])
     return columns, rows
