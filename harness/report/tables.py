@@ -290,8 +290,10 @@ def machine_sections(df: pd.DataFrame, wide: pd.DataFrame | None = None) -> Iter
             different = machines.different_protocol_rows(wide)
             if different:
                 yield ("Not compared: different protocol", ["case", "workload versions"], different,
-                       "These cases ran in different workload versions (the plugin's code or protocol_version "
-                       "changed between the runs): the work differs, so their times are not compared.")
+                       "These cases measured different work: another protocol version of the workload (its "
+                       "author changed the data, the model, the timed code or what a figure means; "
+                       "plugins/versions.lock says why), another work digest, or records without a version: "
+                       "their times are not compared.")
     if not df.empty:
         yield from model_sections(df)
     entries = machines.portability(df, platforms=df.attrs.get("platforms")) if several else []
