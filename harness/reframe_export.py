@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-import pprint
+import json
 import statistics
 import sys
 from dataclasses import dataclass
@@ -115,27 +115,32 @@ def case_entries(cases: list[Case], registry: Registry, reference: Reference | N
 
 TESTS_TEMPLATE = '''\
 """hpml-harness cases as ReFrame tests: written by `harness export-reframe` (hpml-harness {version})
-on {date}; {what}.
+on {date}; what was exported and where the references come from: EXPORTED and REFERENCE_NOTE below.
 
 One run-only test per case ({count}), named workload_size_params_backend_rRtT (-n filters them, -t by
 workload or size). Its job runs `harness run` for that case with --out in the stage folder; sanity:
 the record's status is ok; performance: median_s (seconds per repeat) and the workload's
-throughput, read from the record (a metric's median over the measured repeats). {reference_note}
+throughput, read from the record (a metric's median over the measured repeats).
 Run:  reframe -C {local_config} -c {tests} -r --exec-policy=serial
 """
 import json
 import os
+import shlex
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function
 
-PYTHON = {python!r}          # the interpreter of the venv that has hpml-harness
-REFERENCE_SYSTEM = {system!r}       # the ReFrame system:partition the references apply to
-LAUNCHER_ARGS = {launcher_args!r}    # extra srun options for the cases' steps in a Slurm allocation
-NODES = {nodes!r}    # nodes per case in a Slurm partition (None: Slurm's choice)
-CASES = {cases}
+# Every value below is a JSON text read by json.loads: data, never code (paths, params and
+# options may hold any character; issue 55).
+EXPORTED = json.loads({exported})          # what was exported
+REFERENCE_NOTE = json.loads({reference_note})
+PYTHON = json.loads({python})          # the interpreter of the venv that has hpml-harness
+REFERENCE_SYSTEM = json.loads({system})       # the ReFrame system:partition the references apply to
+LAUNCHER_ARGS = json.loads({launcher_args})    # extra srun options for the cases' steps in a Slurm allocation
+NODES = json.loads({nodes})    # nodes per case in a Slurm partition (None: Slurm's choice)
+CASES = json.loads({cases})
 
 
 def last_record(path):
@@ -166,7 +171,7 @@ class HarnessCase(rfm.RunOnlyRegressionTest):
     case = parameter(CASES, fmt=lambda c: c["name"])
     valid_systems = ["*"]
     valid_prog_environs = ["*"]
-    executable = PYTHON
+    executable = shlex.quote(PYTHON)
     maintainers = ["hpml-harness"]
     keep_files = ["results/results.jsonl"]     # the case's record, kept in ReFrame's output folder
 
@@ -198,7 +203,8 @@ class HarnessCase(rfm.RunOnlyRegressionTest):
             opts += ["--backend", self.case["backend"]]
         for p in self.case["params"]:
             opts += ["--param", p]
-        self.executable_opts = opts
+        # ReFrame joins the command into its job script as it is: each word is quoted for the shell
+        self.executable_opts = [shlex.quote(o) for o in opts]
 
     @sanity_function
     def record_is_ok(self):
@@ -214,20 +220,41 @@ class HarnessCase(rfm.RunOnlyRegressionTest):
 '''
 
 CONFIG_TEMPLATE = '''\
-"""A ReFrame site configuration written by `harness export-reframe` (hpml-harness {version}): {what}.
-Use: reframe -C {name} -c {tests} -r --exec-policy=serial"""
+"""A ReFrame site configuration written by `harness export-reframe` (hpml-harness {version}); what it
+describes: DESCRIBES below. Use: reframe -C {name} -c {tests} -r --exec-policy=serial"""
+import json
 
-site_configuration = {config}
+DESCRIBES = json.loads({what})
+site_configuration = json.loads({config})
 '''
 
 
 def tests_text(entries: list[dict[str, Any]], what: str, reference_note: str, system: str,
                launcher_args: list[str], nodes: int | None = None) -> str:
     return TESTS_TEMPLATE.format(
-        version=__version__, date=_dt.datetime.now().isoformat(timespec="seconds"), what=what,
-        count=len(entries), reference_note=reference_note, local_config=LOCAL_CONFIG, tests=TESTS_NAME,
-        python=sys.executable, system=system, launcher_args=list(launcher_args), nodes=nodes,
-        cases=pprint.pformat(entries, indent=1, width=110, sort_dicts=False))
+        version=__version__, date=_dt.datetime.now().isoformat(timespec="seconds"),
+        count=len(entries), local_config=LOCAL_CONFIG, tests=TESTS_NAME,
+        exported=literal(what), reference_note=literal(reference_note), python=literal(sys.executable),
+        system=literal(system), launcher_args=literal(list(launcher_args)), nodes=literal(nodes),
+        cases=literal(entries, indent=1))
+
+
+def literal(value: Any, indent: int | None = None) -> str:
+    """``value`` as a Python string literal of its strict JSON (non-finite numbers become null):
+    what a generated file holds is data that json.loads reads back, never code."""
+    text = json.dumps(finite(value), indent=indent, allow_nan=False, ensure_ascii=True)
+    return repr(text) if indent is None else "(\n" + "\n".join(repr(line + "\n") for line in text.splitlines()) + ")"
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (JSON has no Infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 def local_config(cpus: int) -> dict[str, Any]:
@@ -251,8 +278,8 @@ def slurm_config(partition: str, hostnames: list[str], extra: list[str], schedul
 
 
 def config_text(name: str, what: str, config: dict[str, Any]) -> str:
-    return CONFIG_TEMPLATE.format(version=__version__, what=what, name=name, tests=TESTS_NAME,
-                                  config=pprint.pformat(config, indent=1, width=110, sort_dicts=False))
+    return CONFIG_TEMPLATE.format(version=__version__, what=literal(what), name=name, tests=TESTS_NAME,
+                                  config=literal(config, indent=1))
 
 
 def usable_cpus() -> int:

@@ -62,6 +62,16 @@ def markdown_text(text: Any) -> str:
     return no_tags(out).replace("](", "\\](")
 
 
+def code_span(text: Any) -> str:
+    """``text`` as one Markdown code span (CommonMark): on one line, fenced by a run of backticks
+    longer than any inside it and padded with spaces, so nothing in it ends the span early or is
+    read as HTML, a heading or a link."""
+    out = one_line(text)
+    longest = max((len(run) for run in re.findall(r"`+", out)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {out} {fence}" if longest else f"`{out}`"
+
+
 def markdown_cell(text: Any) -> str:
     """:func:`markdown_text` that also cannot split a table row (``|`` escaped)."""
     return markdown_text(text).replace("|", "\\|")

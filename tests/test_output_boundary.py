@@ -152,3 +152,18 @@ def test_capture_into_a_path_it_cannot_create_is_one_line(harness_cli, tmp_path)
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-1500:]
         assert f"capture folder {out}" in r.stderr.strip().splitlines()[-1], r.stderr
     assert blocker.read_text() == "x" and not os.path.exists("/proc/no-such-capture")
+
+
+def test_the_stamp_keeps_a_hostile_results_path_inside_its_code_span(tmp_path) -> None:
+    """Issue 55: `report --stamp` names the command line, with the results paths, in a code
+    span: a path with backticks, HTML and a newline stays text (no raw HTML, no heading)."""
+    from fixtures.output_family import markdown_breaches
+
+    from harness.report.stamp import stamp_text
+
+    hostile = "st`<img src=x onerror=alert(1)>`\n# injected.jsonl"
+    (tmp_path / hostile).write_text("")
+    text = stamp_text([str(tmp_path / hostile)], ["report", str(tmp_path / hostile), "--stamp"])
+    own, rest = text.split("\n", 1)      # the first line is the harness's own HTML comment
+    assert own.startswith("<!-- Generated") and markdown_breaches(rest) == [], text
+    assert "<img src=x onerror=alert(1)>" in text       # shown, as text
