@@ -28,6 +28,7 @@ from harness import __version__
 from harness.check import Reference, widened
 from harness.plan import Case
 from harness.registry import Registry
+from harness.strict_json import finite
 from harness.work_identity import current_work_version
 
 TESTS_NAME = "harness_cases.py"
@@ -244,17 +245,6 @@ def literal(value: Any, indent: int | None = None) -> str:
     what a generated file holds is data that json.loads reads back, never code."""
     text = json.dumps(finite(value), indent=indent, allow_nan=False, ensure_ascii=True)
     return repr(text) if indent is None else "(\n" + "\n".join(repr(line + "\n") for line in text.splitlines()) + ")"
-
-
-def finite(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by None (JSON has no Infinity)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
 
 
 def local_config(cpus: int) -> dict[str, Any]:

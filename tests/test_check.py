@@ -58,7 +58,7 @@ def test_other_work_or_another_machine_kind_is_no_reference_never_a_pass(harness
     other_version = dict(plain[3], workload={**plain[3]["workload"], "version": "0" * 12, "protocol_version": "0"})
     other_machine = dict(plain[3], machine={**plain[3]["machine"], "key": "m-000000000000"})
     r, checks = _check(harness_cli, tmp_path, before, str(_write(tmp_path / "other", [other_version, other_machine])))
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 1 and "no case was judged" in r.stderr, r.stdout + r.stderr   # no evidence: no exit 0
     assert [c["status"] for c in checks] == ["no reference", "no reference"]
     assert checks[0]["reason"].startswith("other work: the reference ran workload version")
     assert "holds no machine of this one's key" in checks[1]["reason"]
@@ -111,3 +111,54 @@ def test_until_decided_adds_repeats_while_the_check_is_inconclusive(harness_cli,
         assert len(rec["samples"]) == 6 and info["looks"] == 2
     else:
         assert check["status"] in ("pass", "fail") and info["stopped"] in ("decided", "")
+
+
+def test_no_verdict_without_evidence(harness_cli, real_series, tmp_path) -> None:
+    """Issue 55: samples that are not durations (Infinity, 1.7e308 s), one run written ten times,
+    a stored confidence level of 1e-6: none of them is evidence for a pass, and a check that
+    judged nothing never exits 0."""
+    before, _ = real_series
+    plain = read_jsonl(before / "results.jsonl")
+    run = plain[2]
+    n = len(run["samples"])
+    infinite = dict(plain[0], samples=[float("inf")] * n)
+    huge = dict(plain[1], samples=[1.7e308] * n)
+    for bad in (infinite, huge):        # a reference of such runs alone is refused, naming the field
+        r = harness_cli("check", "--reference", str(_write(tmp_path / f"ref-{id(bad)}", [bad])),
+                        str(_write(tmp_path / f"run-{id(bad)}", [run])))
+        assert r.returncode == 2 and "samples[0]" in r.stderr and "not a duration" in r.stderr, r.stderr
+    # a normal run pooled with an all-Infinity one: the Infinity run is left out, the verdict is the normal's
+    r, (check,) = _check(harness_cli, tmp_path, _write(tmp_path / "mixed", [plain[0], infinite]),
+                         str(_write(tmp_path / "one", [run])))
+    assert check["reference_runs"] == [plain[0]["run_id"]] and check["ratio"] and check["ratio"] > 0.1
+    # this run's own samples not durations: not ok, exit 1
+    r, (check,) = _check(harness_cli, tmp_path, _write(tmp_path / "ref2", plain[:2]),
+                         str(_write(tmp_path / "bad-run", [dict(run, samples=[float("inf")] * n)])))
+    assert r.returncode == 1 and check["status"] == "not ok" and "no evidence" in check["reason"]
+    # one run written ten times is one run: the same verdict as written once
+    r1, (once,) = _check(harness_cli, tmp_path, _write(tmp_path / "ref-once", [plain[0]]), str(_write(tmp_path / "r1", [run])))
+    r10, (ten,) = _check(harness_cli, tmp_path, _write(tmp_path / "ref-ten", [plain[0]] * 10), str(_write(tmp_path / "r10", [run])))
+    assert ten["status"] == once["status"] and ten["reference_runs"] == once["reference_runs"]
+    # a stored level of 1e-6 is not used; --confidence is applied to stored results
+    tiny = dict(run, protocol=dict(run["protocol"], confidence=1e-6))
+    r, (check,) = _check(harness_cli, tmp_path, _write(tmp_path / "ref3", plain[:2]), str(_write(tmp_path / "tiny", [tiny])))
+    assert check["confidence"] == 0.95
+    r, (wide,) = _check(harness_cli, tmp_path, _write(tmp_path / "ref4", plain[:2]), str(_write(tmp_path / "w", [run])),
+                        "--confidence", "0.999")
+    assert wide["confidence"] == 0.999
+    for path in tmp_path.glob("checks-*.json"):      # strict JSON: no NaN, no Infinity
+        json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"{path.name}: {c}"))
+
+
+def test_resume_judges_the_records_already_there(harness_cli, tmp_path) -> None:
+    """Issue 55: `check --resume` over a results folder whose case is already ok judges that
+    record (a 30x slower one fails), never "0 to run", an empty table and exit 0."""
+    reference = fresh_reference(harness_cli, tmp_path / "reference")
+    out = tmp_path / "out"
+    slow = dict(read_jsonl(reference / "results.jsonl")[0])
+    slow["samples"] = [30 * s for s in slow["samples"]]
+    slow["id"], slow["run_id"] = "f" * 32, "slow-run"
+    _write(out, [slow])
+    r, checks = _check(harness_cli, tmp_path, reference, *CASE, "--out", str(out), "--resume")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert [c["status"] for c in checks] == ["fail"] and checks[0]["ratio"] > 10

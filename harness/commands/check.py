@@ -8,21 +8,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import pathlib
 import time
 from collections import Counter
 
 from rich.markup import escape
 
-from harness import junit
+from harness import junit, strict_json
 from harness.atomic import write_atomic
 from harness.check import TOLERANCE, CaseCheck, Reference, check_record
-from harness.commands.common import console, current_claims, err_console, table, warn_unreadable
+from harness.commands.common import console, current_claims, err_console, registry, table, warn_unreadable
 from harness.commands.run import add_case_options, add_launcher_options, request_from_args, run_with
 from harness.errors import UsageError
+from harness.intervals import DEFAULT_CONFIDENCE
 from harness.results.record import Record
-from harness.results.store import load_records
+from harness.results.store import iter_records, load_records, results_files
 from harness.runloop import RunLoop
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow", "no reference": "dim", "not ok": "red"}
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the checks as JSON to FILE (a list, one object per case)")
     add_case_options(p, required=False)
     add_launcher_options(p)
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, confidence=None)   # None: a stored record's own level, unless --confidence is given
 
 
 class CheckLoop(RunLoop):
@@ -80,12 +80,17 @@ def load_reference(path: str) -> Reference:
     if not folder.exists():
         raise UsageError(f"--reference {path}: does not exist; give a capture folder (e.g. gallery/<machine>) "
                          "or a results folder")
-    records, problems = load_records([folder])
+    problems: list[str] = []
+
+    def records():      # one at a time: a reference of 50,000 runs is never held as records
+        for f in results_files([folder], problems):
+            yield from iter_records(f, problems)
+    reference = Reference(records())
     warn_unreadable(problems)
-    reference = Reference(records)
     if not len(reference):
-        raise UsageError(f"--reference {path}: holds no ok record with samples; give a capture or results "
-                         "folder of a run that completed")
+        why = next(iter(reference.refused.values()), "")
+        raise UsageError(f"--reference {path}: holds no ok record with usable samples"
+                         + (f" ({why})" if why else "") + "; give a capture or results folder of a run that completed")
     return reference
 
 
@@ -99,23 +104,28 @@ def main(args: argparse.Namespace) -> int:
     json_file = junit.check_target(args.json, "--json")
     reference = load_reference(args.reference)
     started = time.monotonic()
+    given_confidence = args.confidence          # None unless --confidence was given
     if running:
+        args.confidence = DEFAULT_CONFIDENCE if args.confidence is None else args.confidence
         request = request_from_args(args).replace(junit=None)   # --junit is the check's, written below
         code, loop = run_with(request, lambda *a, **kw: CheckLoop(*a, reference=reference,
                                                                   tolerance=args.tolerance, **kw))
         if code == 2:
             return code
         checks = list(loop.checks.values())
+        if request.resume:      # the cases --resume did not run are judged from the records already there
+            checks += resumed_checks(request, loop.checks, reference, args.tolerance, given_confidence)
     else:
         records, problems = load_records(args.results)
         warn_unreadable(problems)
         if not records:
             raise UsageError(f"no readable records in {', '.join(args.results)}")
         claims_now = current_claims()
-        checks = [check_record(r, reference, args.tolerance, claims_now=claims_now) for r in records]
+        checks = [check_record(r, reference, args.tolerance, confidence=given_confidence, claims_now=claims_now)
+                  for r in records]
     _print(checks, args.reference, args.tolerance)
     if json_file is not None:
-        write_atomic(json_file, json.dumps([dataclasses.asdict(c) for c in checks], indent=2) + "\n")
+        write_atomic(json_file, strict_json.dumps([dataclasses.asdict(c) for c in checks], indent=2) + "\n")
         console.print(f"checks as JSON in {json_file}", markup=False)
     if junit_file is not None:
         junit.write(junit_file, [junit.check_suite(f"harness check against {args.reference}", checks,
@@ -123,7 +133,29 @@ def main(args: argparse.Namespace) -> int:
                                                     "tolerance": f"{args.tolerance:g}"},
                                                    time.monotonic() - started)])
         console.print(f"JUnit XML in {junit_file}", markup=False)
-    return 1 if any(c.status in ("fail", "not ok") for c in checks) else 0
+    judged = [c for c in checks if c.status not in ("no reference", "not ok")]
+    if not judged:
+        err_console.print("no case was judged against the reference: exit 1 (a check without evidence is no "
+                          "pass)", markup=False)
+    return 1 if any(c.status in ("fail", "not ok") for c in checks) or not judged else 0
+
+
+def resumed_checks(request, done: dict[str, CaseCheck], reference: Reference, tolerance: float,
+                   confidence: float | None) -> list[CaseCheck]:
+    """Checks of the planned cases that --resume found already ok in the results folder (their
+    latest ok record each), which the run loop did not run and so did not judge."""
+    from harness.results.store import RESULTS_NAME, read_records
+
+    planned = {c.case_id for c in request.cases(registry())}
+    previous, problems = read_records(pathlib.Path(request.out) / RESULTS_NAME)
+    warn_unreadable(problems)
+    latest: dict[str, Record] = {}
+    for r in previous:
+        if r.ok and r.case_id in planned and r.case_id not in done:
+            latest[r.case_id] = r
+    claims_now = current_claims()
+    return [check_record(r, reference, tolerance, confidence=confidence, claims_now=claims_now)
+            for r in latest.values()]
 
 
 def _print(checks: list[CaseCheck], reference: str, tolerance: float) -> None:

@@ -16,13 +16,13 @@ ever reach significance at 5 %; fewer gives "too few samples".
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from harness import strict_json
 from harness.intervals import benjamini_hochberg, detectable_ratio, mann_whitney_min_p, ratio_of_medians
 
 
@@ -110,7 +110,7 @@ def as_rows(results: list[Comparison]) -> list[list[str]]:
 
 
 def as_json(results: list[Comparison]) -> str:
-    return json.dumps([r.__dict__ for r in results], indent=2)
+    return strict_json.dumps([r.__dict__ for r in results], indent=2)
 
 
 COLUMNS = ["case", "baseline median (s)", "candidate median (s)", "ratio [interval]", "p (Mann-Whitney)",
