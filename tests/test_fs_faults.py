@@ -127,6 +127,8 @@ def test_a_read_only_disk_is_one_line_naming_the_path_for_every_writer(harness_c
                       str(read_only / "out")],
         "submit": ["submit", "--workload", "fault_slow", "--out", str(read_only / "sub")],
     }
+    if shutil.which("sbatch") is None:     # submit stops first at the missing sbatch (exit 2, says so)
+        del probes["submit"]
     for name, args in probes.items():
         r = harness_cli(*args, timeout=300)
         _no_traceback(r)

@@ -12,7 +12,8 @@ from harness.results.record import WorkloadInfo
 
 def _run(scale: float, run_id: str, created: str, version: str = "v1"):
     samples = [scale * (1.0 + 0.002 * i) for i in range(10)]
-    return make_record(run_id=run_id, created=created, samples=samples, workload=WorkloadInfo("w", "t:w", version=version))
+    return make_record(id=f"{run_id:0>32}", run_id=run_id, created=created, samples=samples,
+                       workload=WorkloadInfo("w", "t:w", version=version))
 
 
 def test_pass_fail_and_inconclusive_by_where_the_interval_lies_against_the_tolerance() -> None:
