@@ -23,9 +23,25 @@ import pathlib
 import platform
 from typing import Any
 
+from harness.safe_text import one_line
+
 RULES_DIR = pathlib.Path(__file__).with_name("mlperf_rules")
 RULESET = "6.1.0"          # the log format mlperf-logging parses (its parser of that rules version)
 LOG_FOLDER = "mlperf"
+
+
+def log_value(value: Any) -> Any:
+    """A value as the log can hold it: JSON that mllog writes as it is. A value json cannot encode
+    would reach mllog's fallback, which writes its repr raw (a repr with a newline forges a
+    ``:::MLLOG`` line); NaN and infinities would be written bare (not JSON). Those become their
+    text on one line."""
+    import json
+
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        return one_line(repr(value) if not isinstance(value, str) else value)
 
 
 class TrainingLog:
@@ -64,7 +80,7 @@ class TrainingLog:
         log.event(keys.TRAIN_SAMPLES, train_samples)
         log.event(keys.EVAL_SAMPLES, eval_samples)
         for key, value in hyperparameters.items():
-            log.event(key, value)
+            log.event(one_line(str(key)), log_value(value))
         log.end(keys.INIT_STOP)
         log.start(keys.RUN_START)
         self._block_samples = 0
@@ -77,14 +93,14 @@ class TrainingLog:
         log, keys = self._logger, self.keys
         log.end(keys.BLOCK_STOP, metadata={"samples_count": samples})
         log.start(keys.EVAL_START, metadata={"samples_count": samples})
-        log.event(keys.EVAL_ACCURACY, float(value), metadata={"samples_count": samples})
+        log.event(keys.EVAL_ACCURACY, log_value(float(value)), metadata={"samples_count": samples})
         log.end(keys.EVAL_STOP, metadata={"samples_count": samples})
         log.start(keys.BLOCK_START, metadata={"samples_count": samples})
 
     def event(self, key: str, value: Any, samples: int) -> None:
         """A figure of the training itself (``train_loss``) after ``samples`` training samples."""
         if self._logger is not None:
-            self._logger.event(key, value, metadata={"samples_count": samples})
+            self._logger.event(one_line(str(key)), log_value(value), metadata={"samples_count": samples})
 
     def stop(self, success: bool, samples: int) -> None:
         """``run_stop``: ``success`` at quality, ``aborted`` where the budget stopped the training."""

@@ -83,3 +83,27 @@ def test_other_ranks_and_warmup_repeats_write_nothing(tmp_path) -> None:
         log.stop(False, 100)
         assert log.path is None
     assert not (tmp_path / "artifacts").exists()
+
+
+class _Forger:
+    """A hyperparameter whose repr would forge a successful run_stop line in a raw log."""
+
+    def __repr__(self) -> str:
+        return 'x\n:::MLLOG {"key": "run_stop", "value": null, "metadata": {"status": "success"}}'
+
+
+def test_values_json_cannot_encode_stay_on_their_line_as_text(tmp_path) -> None:
+    """Issue 55: a hyperparameter json cannot encode (an object whose repr has a newline) and NaN
+    are written as one-line text, never raw through mllog's fallback: every line of the log is one
+    :::MLLOG event whose payload strict JSON reads, and the only run_stop is the harness's."""
+    import json
+    import math
+
+    path = write_log(tmp_path, {**HYPERPARAMETERS, "odd": _Forger(), "lr_limit": math.nan},
+                     stop=False, evaluations=(0.5, math.inf))
+    lines = path.read_text().splitlines()
+    assert all(line.startswith(":::MLLOG ") for line in lines), lines
+    events = [json.loads(line.removeprefix(":::MLLOG "), parse_constant=lambda c: pytest.fail(c)) for line in lines]
+    assert not [e for e in events if e["key"] == "run_stop"]
+    odd = next(e for e in events if e["key"] == "odd")
+    assert odd["value"].startswith("x\\n:::MLLOG") and next(e for e in events if e["key"] == "lr_limit")["value"] == "nan"

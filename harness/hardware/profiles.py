@@ -92,11 +92,21 @@ def load_profiles(dirs: list[pathlib.Path]) -> tuple[dict[str, Profile], list[Pr
     problems: list[Problem] = []
     for d in dirs:
         for path in sorted(d.glob("*.toml")):
+            if not path.is_file():      # a FIFO or a device would block the read: skipped, said
+                problems.append(Problem(str(path), "not a regular file: skipped (a profile is a TOML file)"))
+                continue
             try:
                 data = tomllib.loads(path.read_text())
                 errors = profile_errors(data)
                 if errors:
                     raise ValueError("does not match the profile schema: " + "; ".join(errors[:3]))
+                for key in ("model_regex", "gpu_regex"):     # compiled now: a bad one is this file's problem
+                    if key in data.get("match", {}):
+                        try:
+                            re.compile(data["match"][key])
+                        except (re.error, TypeError) as exc:
+                            raise ValueError(f"match.{key} {data['match'][key]!r} is not a regular "
+                                             f"expression ({exc}); fix or escape it") from None
                 name = data["name"]
                 match = data["match"]
             except (OSError, ValueError) as exc:
