@@ -24,6 +24,15 @@ from harness.registry import Registry
 from harness.until_decided import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
 
 
+def not_utf8(text: str) -> bool:
+    """True when ``text`` came from bytes that are not UTF-8 (Python keeps them as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
 def check_protocol_limits(**values: float | int | None) -> None:
     """``repeats``, ``launches``, ``warmup``, ``timeout`` (those given) inside LIMITS; the error
     names the option (shared with ``harness controls``)."""
@@ -83,6 +92,10 @@ class RunRequest:
             raise UsageError(f"--correction {self.correction!r}: choose one of {', '.join(CORRECTIONS)}")
         if self.workload is not None and not [n for n in self.workload.split(",") if n.strip()]:
             raise UsageError("--workload: give at least one workload name")
+        for option, value in (("--out", self.out), ("--machine-name", self.machine_name)):
+            if value is not None and not_utf8(value):
+                raise UsageError(f"{option} {value.encode('utf-8', 'surrogateescape')!r}: holds bytes that are not "
+                                 "UTF-8, which no record can store; give a name in UTF-8")
         for a in self.launcher.extra_args:
             problem = script_text_problem("--launcher-arg", a)
             if problem:

@@ -176,3 +176,15 @@ def test_nesting_is_bounded_at_64_levels_of_lists_and_objects() -> None:
     assert "nested deeper" not in parse_line("[" * 64 + "]" * 64)[1]      # deep enough, just not a record
     assert "nested deeper than 64" in parse_line("[" * 63 + "[1, {}]" + "]" * 63)[1]
     assert "nested deeper than 64" in parse_line("[" * 100000)[1]         # beyond the parser's own limit
+
+
+def test_non_utf8_out_or_machine_name_is_refused_before_anything_runs(harness_cli, tmp_path) -> None:
+    """Issue 55: a byte that is not UTF-8 in --out or --machine-name cannot be stored in a record:
+    refused up front (exit 2, naming the option), never a run that says ok and stores 'failed'."""
+    bad_out = str(tmp_path) + "/o" + b"\xff".decode("utf-8", "surrogateescape")
+    r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--out", bad_out)
+    assert r.returncode == 2 and "--out" in r.stderr and "not UTF-8" in r.stderr, r.stderr
+    r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--out", str(tmp_path / "ok"),
+                    "--machine-name", "n" + b"\xfe".decode("utf-8", "surrogateescape"))
+    assert r.returncode == 2 and "--machine-name" in r.stderr and "not UTF-8" in r.stderr, r.stderr
+    assert not list(tmp_path.iterdir())       # nothing written
