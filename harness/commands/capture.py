@@ -20,7 +20,7 @@ from collections import Counter
 from typing import Any
 
 from harness import __version__
-from harness.commands.common import console, registry
+from harness.commands.common import console, err_console, registry
 from harness.commands.info import info_document
 from harness.commands.run import add_machine_name_option, run
 from harness.hardware.identity import identity, profile_relation
@@ -173,10 +173,11 @@ def main(args: argparse.Namespace) -> int:
         + list(earlier.get("earlier") or []) if earlier else [],
     }
     _write_json(out / MANIFEST_NAME, manifest)
-    _write_json(out / "info.json", info)
-    write_atomic(out / "README.txt", README_TEXT)
     ended, code = "interrupted", 130
+    said = ""
     try:
+        _write_json(out / "info.json", info)
+        write_atomic(out / "README.txt", README_TEXT)
         for what in runs:
             said = " ".join(f"--{k} {v}" for k, v in what.items())
             console.print(f"[bold]capture:[/bold] harness run {said} -> {results}")
@@ -188,10 +189,17 @@ def main(args: argparse.Namespace) -> int:
     except Interrupted as stop:
         ended, code = f"interrupted by {stop.name}", 128 + stop.signum
         raise
+    except (UsageError, OSError) as exc:      # a full or read-only disk mid-capture: said, with the run
+        ended, code = f"stopped: {str(exc)[:300]}", 2
+        manifest["runs"].append({"what": said, "exit": 2, "error": str(exc)[:300]})
+        raise
     finally:
         manifest.update(finished=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                         ended=ended, records=_count(results))
-        _write_json(out / MANIFEST_NAME, manifest)
+        try:
+            _write_json(out / MANIFEST_NAME, manifest)
+        except UsageError as exc:   # the disk that stopped the capture may refuse the manifest too
+            err_console.print(f"note: the manifest could not be updated ({exc})", markup=False)
         console.print(f"capture {ended}: {out} ({sum(manifest['records'].values())} records; "
-                      f"manifest {out / MANIFEST_NAME})")
+                      f"manifest {out / MANIFEST_NAME})", markup=False)
     return code
