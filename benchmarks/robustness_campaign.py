@@ -47,7 +47,8 @@ class Campaign:
         self.counts = {"kills and signals": 0, "bad inputs": 0, "tracebacks": 0, "unexpected exit codes": 0,
                        "torn or unreadable lines": 0, "duplicate records after --resume": 0,
                        "lost records": 0, "processes alive 2 s after the harness": 0, "injected lines": 0,
-                       "red-team probes": 0, "hangs": 0, "floods": 0, "lost or unreadable records": 0}
+                       "red-team probes": 0, "hangs": 0, "floods": 0, "lost or unreadable records": 0,
+                       "passes without evidence": 0, "non-strict JSON": 0}
         self.failures: list[str] = []
 
     def harness(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -213,6 +214,50 @@ class Campaign:
             readable += record is not None
         if readable != expect or len(lines) != expect:
             self._bad(f"{out}: {readable} readable of {len(lines)} lines, expected {expect}", "lost or unreadable records")
+
+    def evidence(self) -> None:
+        """Issue 55: no check passes, or exits 0, without evidence, and every --json is strict JSON."""
+        w = self.work / "evidence"
+        case = ["--workload", "fault_slow", "--param", "seconds=0.01", "--repeats", "4", "--warmup", "0"]
+        for run in ("ref", "ref", "one"):
+            self._probe(["run", *case, "--out", str(w / run)], (0,))
+        ref = [json.loads(ln) for ln in (w / "ref" / "results.jsonl").read_text().splitlines() if ln.strip()]
+        one = w / "one"
+
+        def folder(name: str, records: list[dict]) -> pathlib.Path:
+            (w / name).mkdir(parents=True, exist_ok=True)
+            (w / name / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+            return w / name
+
+        n = len(ref[0]["samples"])
+        bad = {"infinite": [dict(ref[0], samples=[float("inf")] * n)],
+               "huge": [dict(ref[0], samples=[1.7e308] * n)]}
+        for name, records in bad.items():     # a reference of no evidence is refused
+            r = self._probe(["check", "--reference", str(folder(name, records)), str(one)], (2,))
+            if r is not None and r.returncode == 0:
+                self._bad(f"check against a {name} reference exited 0", "passes without evidence")
+        checks = {}
+        for name, records in {"once": ref[:1], "ten times": ref[:1] * 10, "mixed": ref[:1] + bad["infinite"]}.items():
+            out = w / f"check-{name}.json"
+            self._probe(["check", "--reference", str(folder(name, records)), str(one), "--json", str(out)], (0, 1))
+            checks[name] = self._strict(out.read_text(), f"check --json ({name})") if out.exists() else None
+        if checks["once"] and checks["ten times"] and checks["once"][0]["status"] != checks["ten times"][0]["status"]:
+            self._bad("one run written ten times judged otherwise than once", "passes without evidence")
+        if checks["mixed"] and checks["mixed"][0]["reference_runs"] != [ref[0]["run_id"]]:
+            self._bad("an Infinity run was pooled", "passes without evidence")
+        for args in (["compare", str(w / "ref"), str(one), "--json"], ["history", str(w / "ref"), "--json"]):
+            r = self._probe(args, (0, 1))
+            if r is not None:
+                self._strict(r.stdout, " ".join(args[:1] + ["--json"]))
+
+    def _strict(self, text: str, what: str):
+        def refuse(constant: str):
+            raise ValueError(constant)
+        try:
+            return json.loads(text, parse_constant=refuse)
+        except ValueError as exc:
+            self._bad(f"{what}: not strict JSON ({str(exc)[:80]})", "non-strict JSON")
+            return None
 
     def red_team(self) -> None:
         sys.path.insert(0, str(ROOT / "tests"))
@@ -401,6 +446,7 @@ def main() -> int:
         c = Campaign(plugins, work)
         c.bad_inputs()
         c.red_team()
+        c.evidence()
         for i in range(args.kills):
             c.kill_once(i, rng)
             print(f"\rkill {i + 1}/{args.kills}", end="", file=sys.stderr, flush=True)
