@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.claims import Claim, ClaimVerdict
+from harness.intervals import DEFAULT_CONFIDENCE
 from harness.verdicts import rejudge
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def judged_now(stored: list[ClaimVerdict], claims: list[Claim], params: dict[str
                 f"not evaluable on this record (needs the replicates behind its verdict, which it did not keep); "
                 f"against the rule it was made with ({old.text}) it was {old.status}")))
             continue
-        again = rejudge(now, old.confidence or 0.95)
+        again = rejudge(now, old.confidence or DEFAULT_CONFIDENCE)
         note = f"judged again by the current claim from the record's replicates (it said {old.status} against {old.text})"
         out.append(dataclasses.replace(again, reason=f"{again.reason}; {note}" if again.reason else note))
     return out

@@ -18,17 +18,15 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-import json
 import statistics
 import sys
 from dataclasses import dataclass
 from typing import Any
 
-from harness import __version__
+from harness import __version__, strict_json
 from harness.check import Reference, widened
 from harness.plan import Case
 from harness.registry import Registry
-from harness.strict_json import finite
 from harness.work_identity import current_work_version
 
 TESTS_NAME = "harness_cases.py"
@@ -243,7 +241,7 @@ def tests_text(entries: list[dict[str, Any]], what: str, reference_note: str, sy
 def literal(value: Any, indent: int | None = None) -> str:
     """``value`` as a Python string literal of its strict JSON (non-finite numbers become null):
     what a generated file holds is data that json.loads reads back, never code."""
-    text = json.dumps(finite(value), indent=indent, allow_nan=False, ensure_ascii=True)
+    text = strict_json.dumps(value, indent=indent, ensure_ascii=True)
     return repr(text) if indent is None else "(\n" + "\n".join(repr(line + "\n") for line in text.splitlines()) + ")"
 
 

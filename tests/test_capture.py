@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import json
-
-import pytest
 import pathlib
 import re
+import subprocess
+import sys
+
+import pytest
 
 from conftest import read_jsonl
 from harness.hardware.identity import identity
@@ -145,10 +147,7 @@ def _copied_roofline(tmp_path: pathlib.Path) -> tuple[pathlib.Path, dict[str, st
     return init, {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
 
 
-def _harness(env: dict[str, str], *args: str) -> "subprocess.CompletedProcess[str]":
-    import subprocess
-    import sys
-
+def _harness(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=env,
                           timeout=300)
 

@@ -47,7 +47,6 @@ def test_the_smoke_suite_becomes_one_parameterised_test_with_references_from_a_r
     before, _ = real_series
     r = harness_cli("export-reframe", str(tmp_path / "lib"), "--reference", str(before))
     assert r.returncode == 0, r.stdout + r.stderr
-    text = (tmp_path / "lib" / "harness_cases.py").read_text()
     cases = generated(tmp_path / "lib" / "harness_cases.py", "CASES")
     builtin = {"bragg_unet", "cnn_scaling", "dpmm", "email_transfer", "kfac", "psgd_svm", "roofline", "tf_cnn"}
     assert builtin <= {c["workload"] for c in cases}     # (and the test plugins' workloads, registered here)

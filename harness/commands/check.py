@@ -114,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
             return code
         checks = list(loop.checks.values())
         if request.resume:      # the cases --resume did not run are judged from the records already there
-            checks += resumed_checks(request, loop.checks, reference, args.tolerance, given_confidence)
+            checks += resumed_checks(request, loop, reference, args.tolerance, given_confidence)
     else:
         records, problems = load_records(args.results)
         warn_unreadable(problems)
@@ -140,7 +140,7 @@ def main(args: argparse.Namespace) -> int:
     return 1 if any(c.status in ("fail", "not ok") for c in checks) or not judged else 0
 
 
-def resumed_checks(request, done: dict[str, CaseCheck], reference: Reference, tolerance: float,
+def resumed_checks(request, loop: CheckLoop, reference: Reference, tolerance: float,
                    confidence: float | None) -> list[CaseCheck]:
     """Checks of the planned cases that --resume found already ok in the results folder (their
     latest ok record each), which the run loop did not run and so did not judge."""
@@ -151,10 +151,9 @@ def resumed_checks(request, done: dict[str, CaseCheck], reference: Reference, to
     warn_unreadable(problems)
     latest: dict[str, Record] = {}
     for r in previous:
-        if r.ok and r.case_id in planned and r.case_id not in done:
+        if r.ok and r.case_id in planned and r.case_id not in loop.checks:
             latest[r.case_id] = r
-    claims_now = current_claims()
-    return [check_record(r, reference, tolerance, confidence=confidence, claims_now=claims_now)
+    return [check_record(r, reference, tolerance, confidence=confidence, claims_now=loop.claims_now)
             for r in latest.values()]
 
 

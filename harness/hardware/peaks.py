@@ -79,15 +79,15 @@ def machine_peaks(hardware: dict[str, Any], profile: dict[str, Any], profile_dat
         return {"source": None, "how": f"no flop/cycle figure for core {core!r} (harness.hardware.peaks)"}
     reported = f"{mhz / 1000:.2f} GHz" if isinstance(mhz, (int, float)) and mhz > 0 else "none"
     if isinstance(measured, (int, float)) and measured > 0:
-        ghz, clock = float(measured), f"{measured:.2f} GHz (measured; reported {reported})"
+        ghz, kind, clock = float(measured), "measured", f"{measured:.2f} GHz (measured; reported {reported})"
     elif isinstance(mhz, (int, float)) and mhz > 0:
-        ghz, clock = mhz / 1000, f"{mhz / 1000:.2f} GHz (reported)"
+        ghz, kind, clock = mhz / 1000, "reported", f"{mhz / 1000:.2f} GHz (reported)"
     else:
         return {"source": None, "how": "the clock is neither measured nor reported"}
     per_cycle, source = row
     fp64 = cores * ghz * per_cycle
     return {"fp64_gflops": fp64, "fp32_gflops": 2 * fp64, "bandwidth_gbs": None, "source": "derived",
-            "clock": "measured" if "measured;" in clock else "reported",
+            "clock": kind,
             "how": f"derived: {cores} cores x {clock} x {per_cycle:g} fp64 flop/cycle ({core}: {source})"}
 
 

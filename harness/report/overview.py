@@ -151,19 +151,23 @@ def speedup_matrix(df: pd.DataFrame, reference: str | None = None, confidence: f
     return ["workload", *[f"{m}" for m in names[1:]]], rows
 
 
+PAIRWISE_MAX = 12   # machines: a wider table is unread, and its cells grow with the square
+
+
 def pairwise_matrix(df: pd.DataFrame, confidence: float = 0.95, seed: int = 0) -> tuple[list[str], list[list[str]]]:
-    """(columns, rows) for 3+ real machines: per pair, the geometric-mean speed-up of the column's
+    """(columns, rows) for 3 to PAIRWISE_MAX real machines: per pair, the geometric-mean speed-up of the column's
     machine over the row's on every case both ran in the same work version [bootstrap interval]
     (n cases), so that every pair with matched cases is compared somewhere, whatever the reference."""
     ok = usable(df[~df.emulated.astype(bool)]) if not df.empty else df
     names = machines_of(ok) if not ok.empty else []
-    if len(names) < 3:
+    if not 3 <= len(names) <= PAIRWISE_MAX:
         return [], []
     pairs: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
     for _, per, _ in matched_cases(ok, names, every_version=True):
-        for a in names:
-            for b in names:
-                if a != b and a in per and b in per:
+        present = [m for m in names if m in per]
+        for a in present:
+            for b in present:
+                if a != b:
                     sa, sb, _ = compared_seconds(per[a], per[b])
                     if len(sa) and len(sb) and np.all(sa > 0) and np.all(sb > 0):
                         pairs.setdefault((a, b), []).append((sa, sb))

@@ -251,8 +251,8 @@ def overview_sections(df: pd.DataFrame) -> Iterator[tuple[str, list[str], list[l
         names = machines.machines_of(df, df.attrs.get("reference"))
         ref = names[0]
         why = ("chosen with --reference" if df.attrs.get("reference") else machines.default_reference(df)[1])
-        shared = machines.shared_cases(df).get(ref, {})
-        apart = [m for m in names[1:] if not shared.get(m)]
+        shared = machines.partners(df, ref)
+        apart = [m for m in names[1:] if m not in shared]
         note = ("Geometric mean over the cases both machines ran in the same workload version of median(reference "
                 f"s) / median(machine s) [95% bootstrap interval]; above 1: faster than the reference. The reference, "
                 f"{ref}: {why}." + "".join(f" {m} shares no case of the same work with the reference: see the "
