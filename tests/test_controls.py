@@ -1,4 +1,5 @@
-"""Every built-in claim can fail: its control case, run for real at size smoke, makes it fail.
+"""Every built-in claim can fail: its control case, run for real (at size smoke where its timings
+are decidable there, else at the workload's default size), makes it fail.
 
 ``harness controls`` runs each claim's control (and the baseline of a relative claim) through the
 ordinary protocol; these tests run it per workload and read the verdicts from the records.
@@ -22,6 +23,10 @@ BUILTIN = sorted(n for n in REGISTRY.workloads if REGISTRY.source("workload", n)
 # Claims known not to fail under their control, each with the issue that fixes it (strict xfail:
 # once the claim does fail under its control, the entry must go). None at present.
 KNOWN_UNCAUGHT: dict[tuple[str, str], str] = {}
+# Where a workload's controls cannot be decided at smoke: psgd_svm's compute-only arms (the
+# speed-up's ablation) take under a millisecond there, below a shared VM's scheduling noise (CI saw
+# 2.9x between equal work); at its default size they take 0.1 s.
+CONTROL_SIZE = {"psgd_svm": "default"}
 MARKS = {
     "psgd_svm": [pytest.mark.mpi], "roofline": [],
     "dpmm": [pytest.mark.mpi, pytest.mark.slow],
@@ -88,7 +93,8 @@ def control_runs(harness_cli, tmp_path_factory):
     def get(workload: str):
         if workload not in cache:
             out = tmp_path_factory.mktemp(f"controls-{workload}")
-            proc = harness_cli("controls", "--workload", workload, "--size", "smoke", "--out", str(out), timeout=900)
+            size = CONTROL_SIZE.get(workload, "smoke")
+            proc = harness_cli("controls", "--workload", workload, "--size", size, "--out", str(out), timeout=900)
             cache[workload] = (proc, out)
         return cache[workload]
     return get
@@ -127,7 +133,7 @@ def test_a_deliberately_weakened_builtin_claim_is_caught_on_the_same_records(con
     assert problems == []
     by_case = {r.case_id: r for r in records}
     claim = next(c for c in REGISTRY.workload("psgd_svm").claims if c.metric == "comm_s")
-    (plan,) = [p for p in plan_controls(REGISTRY, ["psgd_svm"], size="smoke")[0] if p.claim == claim]
+    (plan,) = [p for p in plan_controls(REGISTRY, ["psgd_svm"])[0] if p.claim == claim]
     workload = REGISTRY.workload("psgd_svm")
     assert judge(plan, by_case, workload).caught
     weakened = dataclasses.replace(plan, claim=dataclasses.replace(claim, threshold=-math.inf))
