@@ -89,6 +89,19 @@ def plan_controls(registry: Registry, workloads: list[str], backend: str | None 
     return plans, undeclared
 
 
+def only_claims(texts: list[str], plans: list[ControlPlan],
+                undeclared: list[ControlOutcome]) -> tuple[list[ControlPlan], list[ControlOutcome]]:
+    """The plans (and undeclared claims) of the claims named by their text; a text that names no
+    claim of the selected workloads is bad input, listing the texts there are."""
+    known = [p.claim.text for p in plans] + [o.claim for o in undeclared]
+    unknown = [t for t in texts if t not in known]
+    if unknown:
+        raise UsageError(f"--claim {unknown[0]!r} names no claim of the selected workload(s); their claims: "
+                         + "; ".join(dict.fromkeys(known)) + " (see `harness list claims`)")
+    wanted = set(texts)
+    return [p for p in plans if p.claim.text in wanted], [o for o in undeclared if o.claim in wanted]
+
+
 def cases_in_order(plans: list[ControlPlan]) -> list[tuple[Case, ControlRole]]:
     """Every distinct case once: cases that are only baselines first, then those that are a baseline
     and a control, then the rest. A case is the ``control`` role when it is any claim's control case."""

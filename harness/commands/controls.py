@@ -16,7 +16,7 @@ from harness.claims import ControlOutcome
 from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table, warn,
                                      warn_problems)
 from harness.request import check_protocol_limits, decision_budget
-from harness.controls import DEFAULT_SIZE, ControlPlan, cases_in_order, judge, plan_controls
+from harness.controls import DEFAULT_SIZE, ControlPlan, cases_in_order, judge, only_claims, plan_controls
 from harness.until_decided import DEFAULT_BUDGET_S, Budget
 from harness.execute import Session
 from harness.intervals import level_text
@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where the controls run: a size name (smoke, small, paper) or 'default', each "
                         "workload's default size, where `run --suite all` makes its verdicts (the default; "
                         "smoke is the quick check CI runs)")
+    p.add_argument("--claim", action="append", metavar="TEXT",
+                   help="only this claim's control, by its text as `harness list claims` prints it "
+                        "(e.g. 'speedup of train_s vs msf=1 >= 5'); repeatable (default: every claim)")
     p.add_argument("--backend", help="compute backend to request for every control case")
     p.add_argument("--repeats", type=int, help="measured repeats per case (default: min(3, the workload's))")
     p.add_argument("--warmup", type=int, help="warmup repeats per case (default: the workload's)")
@@ -101,6 +104,8 @@ def main(args: argparse.Namespace) -> int:
         reg.backend(args.backend)
     plans, undeclared = plan_controls(reg, names, args.backend, args.repeats, args.warmup, args.timeout,
                                       size=args.size)
+    if args.claim:
+        plans, undeclared = only_claims(args.claim, plans, undeclared)
     out = prepare_out(args.out)
     fp, profile, profile_data = machine()
     run_id = "controls-" + _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
