@@ -1,7 +1,8 @@
 """hpml-harness: one timing and communication-profiling protocol for HPML workloads.
 
 Everything a plugin needs is importable from here (the contract; nothing under ``harness.*``
-submodules is needed, and those may change)::
+submodules is needed, and those may change: tests/test_plugin_api.py fails when a built-in plugin
+imports one)::
 
     from harness import hookimpl, Workload, Param, Claim, Control, Premise, RunContext, UsageError
 
@@ -17,6 +18,11 @@ submodules is needed, and those may change)::
 - ``hardware_profiles``: the registered hardware profiles' data by name.
 - ``split_list``, ``parse_int_list``: the list syntax of the command line (``1:2:4``).
 - ``hookimpl``: the marker of the hooks in ``harness.hookspecs`` (see that module's docs).
+- ``QualityRule``, ``QualityTracker``, ``quality_params``: when a training has reached quality (its
+  target or a plateau) or stopped on its budget, and the params that set it.
+- ``training_log``, ``TrainingLog``, ``logs_location``: the MLPerf-style log of each training.
+- ``fingerprint`` (the machine as a record fragment) and ``fraction_or_problem`` (a measured figure
+  as a fraction of a peak, or why the peak cannot be right).
 - ``run_once`` (also ``harness.testing.run_once``): a workload's repeats in-process, for a plugin's
   unit tests; ``judge_once`` and ``judge_control_once``: its claims judged so, on the case and on
   a claim's control.
@@ -39,14 +45,19 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it
 _EXPORTS = {
     "hookimpl": "harness.hookspecs", "Workload": "harness.workload", "Param": "harness.params",
-    "Claim": "harness.claims", "Control": "harness.claims", "Premise": "harness.claims", "QualityGuard": "harness.claims", "ClaimVerdict": "harness.claims",
+    "Claim": "harness.judging.claims", "Control": "harness.judging.claims", "Premise": "harness.judging.claims", "QualityGuard": "harness.judging.claims", "ClaimVerdict": "harness.judging.verdicts",
     "RunContext": "harness.protocol.context", "Backend": "harness.backend", "Verification": "harness.backend",
     "Record": "harness.results.record", "UsageError": "harness.errors", "did_you_mean": "harness.errors",
-    "hardware_profiles": "harness.hardware.profiles", "pyplot": "harness.plotting",
-    "save_figure": "harness.plotting", "draw_rooflines": "harness.plotting", "plain_log_ticks": "harness.plotting",
+    "hardware_profiles": "harness.hardware.profiles", "pyplot": "harness.output.plotting",
+    "save_figure": "harness.output.plotting", "draw_rooflines": "harness.output.plotting", "plain_log_ticks": "harness.output.plotting",
     "split_list": "harness.params",
     "parse_int_list": "harness.params", "run_once": "harness.testing", "judge_once": "harness.testing",
     "judge_control_once": "harness.testing",
+    "QualityRule": "harness.judging.quality", "QualityTracker": "harness.judging.quality",
+    "quality_params": "harness.judging.quality",
+    "TrainingLog": "harness.protocol.mlperf_log", "training_log": "harness.protocol.mlperf_log",
+    "logs_location": "harness.protocol.mlperf_log",
+    "fingerprint": "harness.hardware.fingerprint", "fraction_or_problem": "harness.hardware.peaks",
 }
 
 __all__ = [*_EXPORTS, "__version__"]
@@ -67,13 +78,17 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:   # for type checkers and IDEs: the same names, eagerly
     from harness.backend import Backend, Verification  # noqa: F401
-    from harness.claims import Claim, ClaimVerdict, Control, Premise  # noqa: F401
+    from harness.judging.claims import Claim, ClaimVerdict, Control, Premise  # noqa: F401
     from harness.errors import UsageError, did_you_mean  # noqa: F401
     from harness.hardware.profiles import hardware_profiles  # noqa: F401
     from harness.hookspecs import hookimpl  # noqa: F401
     from harness.params import Param, parse_int_list, split_list  # noqa: F401
-    from harness.plotting import draw_rooflines, plain_log_ticks, pyplot, save_figure  # noqa: F401
+    from harness.output.plotting import draw_rooflines, plain_log_ticks, pyplot, save_figure  # noqa: F401
     from harness.protocol.context import RunContext  # noqa: F401
     from harness.results.record import Record  # noqa: F401
     from harness.testing import judge_control_once, judge_once, run_once  # noqa: F401
     from harness.workload import Workload  # noqa: F401
+    from harness.judging.quality import QualityRule, QualityTracker, quality_params  # noqa: F401
+    from harness.protocol.mlperf_log import TrainingLog, logs_location, training_log  # noqa: F401
+    from harness.hardware.fingerprint import fingerprint  # noqa: F401
+    from harness.hardware.peaks import fraction_or_problem  # noqa: F401

@@ -13,6 +13,8 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.backend import Verification   # the backend's verdict, as the worker reports it
+
 
 @dataclass(frozen=True)
 class CaseFiles:
@@ -74,17 +76,6 @@ class WorkerSpec:
     @classmethod
     def read(cls, path: pathlib.Path | str) -> WorkerSpec:
         return cls(**json.loads(pathlib.Path(path).read_text()))
-
-
-@dataclass
-class Verification:
-    """The backend's verdict as the worker reports it (``ok`` True when no backend was requested)."""
-
-    ok: bool
-    library: str = ""
-    reason: str = ""
-    warnings: list[str] = field(default_factory=list)
-    evidence: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

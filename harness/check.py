@@ -3,11 +3,11 @@ machine kind and the same work.
 
 A reference is any results folder or capture (``gallery/<machine>``, a ``harness capture`` of an
 accepted node): nothing is typed by hand. A case is matched with the reference's record of the
-same machine key (:mod:`harness.hardware.identity`), the same case (:class:`~harness.baseline_rule.CaseKey`:
+same machine key (:mod:`harness.hardware.identity`), the same case (:class:`~harness.judging.baseline_rule.CaseKey`:
 workload, size, params, backend asked for, ranks x threads) and the same workload version (the
 plugin's code and protocol); anything else is "no reference", never a pass. The figure is the ratio
 of median seconds per repeat (this run / the reference's runs, pooled) with a bootstrap interval
-(:func:`harness.intervals.ratio_of_medians`, as ``harness compare``), widened by the spread
+(:func:`harness.judging.intervals.ratio_of_medians`, as ``harness compare``), widened by the spread
 between the reference's runs where it has several (:func:`widened`): ``pass`` when the whole
 interval is at most ``1 + tolerance`` (as fast as the reference, within the tolerance, or faster),
 ``fail`` when the whole interval is above it, ``inconclusive`` otherwise. A check says what
@@ -22,10 +22,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.baseline_rule import CaseKey
-from harness.current_claims import current_verdicts
+from harness.judging.baseline_rule import CaseKey
+from harness.judging.current_claims import current_verdicts
 from harness.history.provenance import changes, provenance
-from harness.intervals import DEFAULT_CONFIDENCE, ratio_of_medians
+from harness.judging.intervals import DEFAULT_CONFIDENCE, ratio_of_medians
 from harness.plan import case_label
 from harness.results.record import Record
 
@@ -180,7 +180,7 @@ class Reference:
 def _claims_changed(reference: Record, record: Record,
                     claims_now: Mapping[str, tuple[str, list[Any]]] | None = None) -> list[str]:
     """'claim: pass -> fail' per claim whose verdict differs, both sides judged by the claims of
-    the code that reads them where the records are of its protocol version (harness.current_claims)."""
+    the code that reads them where the records are of its protocol version (harness.judging.current_claims)."""
     before = {v.text: v.status for v in current_verdicts(reference, claims_now)}
     return [f"{v.text}: {before[v.text]} -> {v.status}" for v in current_verdicts(record, claims_now)
             if v.text in before and before[v.text] != v.status]

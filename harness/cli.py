@@ -10,7 +10,7 @@ from harness.commands import (capture, check, compare, controls, export_asv, exp
                               lock, report, run, show, submit)
 from harness.commands.common import UsageParser
 from harness.errors import Interrupted, UsageError, check_interrupted, raise_interrupted
-from harness.safe_text import visible
+from harness.output.safe_text import visible
 
 VERBS = (run, submit, controls, check, capture, list_, info, show, report, compare, history, export_asv,
          export_reframe, lock)
@@ -70,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"harness: error: {visible(exc)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:     # `harness report ... | head`: the reader left; say nothing more
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:      # a file-system fault no verb foresaw: one line naming the path
         print(f"harness: error: {visible(fs_error_text(exc))}", file=sys.stderr)
         return 2
@@ -79,10 +83,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:     # `harness report ... | head`: the reader left; say nothing more
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
 
 
 def fs_error_text(exc: OSError) -> str:

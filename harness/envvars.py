@@ -8,7 +8,7 @@ import math
 import os
 import sys
 
-from harness.safe_text import visible
+from harness.output.safe_text import visible
 
 _warned: set[str] = set()
 

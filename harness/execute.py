@@ -25,8 +25,8 @@ from harness.errors import UsageError, check_interrupted
 from harness.hardware.fingerprint import usable_cpus
 from harness.hardware.identity import identity
 from harness.hardware.peaks import machine_peaks
-from harness.intervals import DEFAULT_CONFIDENCE
-from harness.judging import RunIndex
+from harness.judging.intervals import DEFAULT_CONFIDENCE
+from harness.judging.case import RunIndex
 from harness.launch.launcher import Launcher, worker_argv
 from harness.launch.process import ProcessResult, run_process
 from harness.launch.slurm import allocation_note
@@ -332,19 +332,3 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
         return
     record.status = "ok"
 
-
-def stability_note(record: Record, workload: Any, unstable_cov: float) -> str:
-    """'' or why the timings are unstable. Few samples are worth a note only where they leave a
-    claim undecided that more repeats could decide (one judged on the repeats, inconclusive): a
-    case a suite designed with one repeat, whose claims draw on seeds or are decided, needs none."""
-    stats = record.stats
-    if stats is None or not stats.unstable:
-        return ""
-    if stats.n < 3:
-        wanting = [v.metric for v in record.claims if v.status == "inconclusive"
-                   and workload.variation.get(v.metric, "repeats") == "repeats"]
-        if not wanting:
-            return ""
-        return (f"only {stats.n} sample(s) for {', '.join(sorted(set(wanting)))}: "
-                "use --repeats 3 or more (or --until-decided) to decide its claims")
-    return f"unstable: CoV {stats.cov:.2f} above {unstable_cov:g}"

@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.baseline_rule import CaseKey, is_baseline, is_baseline_for, is_baseline_of_any
+from harness.judging.baseline_rule import CaseKey, is_baseline, is_baseline_for, is_baseline_of_any
 from harness.envvars import positive_int
 from harness.errors import UsageError, did_you_mean
 from harness.registry import Registry

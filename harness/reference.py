@@ -88,11 +88,37 @@ def class_page(cls: type, title: str, methods: list[str] | None = None) -> str:
     rows = ["| attribute | type | default | what |", "|---|---|---|---|"]
     rows += [f"| `{a['name']}` | `{_cell(a['type'])}` | `{_cell(a['default'])}` | {_cell(a['what'])} |"
              for a in attributes(cls)]
-    parts = [f"## {title}\n", f"`{cls.__module__}.{cls.__qualname__}`\n", _docstring(cls) + "\n", "\n".join(rows) + "\n"]
+    parts = [f"## {title}\n", f"`{public_name(cls)}`\n", _docstring(cls) + "\n", "\n".join(rows) + "\n"]
     listed = _methods(cls, methods)
     if listed:
         parts.append("\n".join(listed))
     return "\n".join(parts)
+
+
+def public_name(obj: Any) -> str:
+    """``harness.<name>`` where the contract exports it (the path plugins import), else its module's."""
+    import harness
+
+    name = obj.__qualname__
+    return f"harness.{name}" if name in harness.__all__ and getattr(harness, name) is obj else f"{obj.__module__}.{name}"
+
+
+def api_page() -> str:
+    """Every name the contract exports: the whole surface a plugin may import (nothing else under
+    ``harness.*``; tests/test_plugin_api.py holds the built-in plugins to it)."""
+    import harness
+
+    rows = ["| name | kind | what |", "|---|---|---|"]
+    for name in sorted(n for n in harness.__all__ if n != "__version__"):
+        obj = getattr(harness, name)
+        routine = inspect.isclass(obj) or inspect.isfunction(obj) or hasattr(obj, "__wrapped__")
+        kind = "class" if inspect.isclass(obj) else "function" if routine else f"`{type(obj).__name__}` object"
+        first = (inspect.getdoc(obj) or "").split("\n\n")[0] if routine else (
+            "the marker of a hook implementation (`@hookimpl`; the hooks: [hooks.md](hooks.md))" if name == "hookimpl" else "")
+        rows.append(f"| `harness.{name}` | {kind} | {_cell(first)} |")
+    return "\n".join(["# The public API\n", "Everything a plugin may import, as `from harness import NAME` "
+                      "(names load on first use, so `import harness` stays light). What each is for: the "
+                      "docstring of `harness/__init__.py` and [../plugins.md](../plugins.md).\n", "\n".join(rows) + "\n"])
 
 
 def hooks_page() -> str:
@@ -125,13 +151,14 @@ def record_page() -> str:
 
 def pages() -> dict[str, str]:
     """File name -> Markdown of every reference page."""
-    from harness.claims import Claim, Control, Premise, QualityGuard
+    from harness.judging.claims import Claim, Control, Premise, QualityGuard
     from harness.params import Param
     from harness.protocol.context import RunContext
     from harness.workload import Workload
 
     index = ("# Reference\n\nGenerated from the code (`" + COMMAND + "`); the tutorial and the contract's rules "
              "are in [../plugins.md](../plugins.md).\n\n"
+             "- [api.md](api.md): every name a plugin may import from `harness`\n"
              "- [workload.md](workload.md): `Workload`, every attribute with its default, and its methods\n"
              "- [param.md](param.md): `Param`\n"
              "- [claims.md](claims.md): `Claim`, `Control`, `Premise`, `QualityGuard`, every field with its default\n"
@@ -140,6 +167,7 @@ def pages() -> dict[str, str]:
              "- [record.md](record.md): the fields of a record\n")
     return {
         "README.md": index,
+        "api.md": api_page(),
         "workload.md": "# Workload\n\n" + class_page(Workload, "Workload"),
         "param.md": "# Param\n\n" + class_page(Param, "Param", methods=[]),
         "claims.md": "# Claims and controls\n\n" + "\n".join(

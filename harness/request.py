@@ -17,11 +17,12 @@ from typing import Any
 from harness.errors import UsageError
 from harness.launch.launcher import Launcher
 from harness.launch.slurm import script_text_problem
-from harness.multiplicity import CORRECTIONS, DEFAULT_CORRECTION
+from harness.judging.multiplicity import CORRECTIONS, DEFAULT_CORRECTION
 from harness.params import parse_int_list
 from harness.plan import LIMITS, Case, Overrides, expand, find_suite, parse_param_options, read_suite, within_limits
 from harness.registry import Registry
-from harness.until_decided import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
+from harness.judging.until_decided import DEFAULT_BUDGET_S, DEFAULT_MAX_REPEATS, Budget, parse_duration
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 
 
 def not_utf8(text: str) -> bool:
@@ -42,7 +43,7 @@ def check_protocol_limits(**values: float | int | None) -> None:
 
 
 def decision_budget(max_repeats: int, budget: str | None, confidence: float) -> Budget:
-    """``--max-repeats`` and ``--budget`` checked, as a fresh :class:`~harness.until_decided.Budget`."""
+    """``--max-repeats`` and ``--budget`` checked, as a fresh :class:`~harness.judging.until_decided.Budget`."""
     lo, hi = LIMITS["repeats"]
     if not lo <= max_repeats <= hi:
         raise UsageError(f"--max-repeats {max_repeats}: must be between {lo} and {hi}")
@@ -75,7 +76,7 @@ class RunRequest:
     out: str = "results"                   # the results folder, as given
     machine_name: str | None = None
     correction: str = DEFAULT_CORRECTION
-    confidence: float = 0.95
+    confidence: float = DEFAULT_CONFIDENCE
     resume: bool = False
     oversubscribe: bool = False
     junit: str | None = None               # a JUnit file to write at the end

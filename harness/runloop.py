@@ -18,13 +18,14 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from harness.claims import summarize_claims
-from harness.until_decided import Budget, undecided_claims, until_decided
+from harness.judging.verdicts import summarize_claims
+from harness.judging.until_decided import Budget, undecided_claims, until_decided
 from harness.errors import Interrupted, check_interrupted, raise_interrupted
-from harness.execute import CaseInterrupted, Session, execute, stability_note
-from harness.judging import judge_claims
-from harness.launches import more_launches
-from harness.outdir import finish_work
+from harness.execute import CaseInterrupted, Session, execute
+from harness.judging.stability import stability_note
+from harness.judging.case import judge_claims
+from harness.judging.launches import more_launches
+from harness.output.outdir import finish_work
 from harness.plan import Case
 from harness.results.record import Record
 from harness.results.store import append_record

@@ -119,7 +119,7 @@ def run_once(workload: Workload | type[Workload], size: str = "smoke", params: d
 def _evidence(checked: Workload, result: RunOnceResult) -> dict[str, Any]:
     """What a claim is judged on, from an in-process run, as from a record: a seed's value is its
     mean over the repeats (as the worker keeps it)."""
-    from harness.judging import evidence
+    from harness.judging.case import evidence
 
     return evidence(dict(result), result.metric_samples, result.replicate_means, checked.variation)
 
@@ -145,7 +145,7 @@ def judge_once(workload: Workload | type[Workload], size: str = "smoke", params:
     """Every claim of ``workload`` judged on this case, in this process, with the intervals of
     ``harness run``: the case runs through :func:`run_once` (``repeats`` measured repeats), and a
     relative claim's baseline (the case with the claim's ``relative_to`` on top) runs the same
-    way. Returns one :class:`~harness.claims.ClaimVerdict` per claim, in the workload's order. A
+    way. Returns one :class:`~harness.judging.claims.ClaimVerdict` per claim, in the workload's order. A
     baseline on another rank count cannot run in one process: that verdict is ``not_evaluated``
     and says so."""
     checked = _checked(workload)
@@ -168,7 +168,7 @@ def judge_once(workload: Workload | type[Workload], size: str = "smoke", params:
 def judge_control_once(workload: Workload | type[Workload], claim: str | int, size: str = "smoke", *,
                        repeats: int = 3, warmup: int = 0, threads: int = 1,
                        artifact_dir: str | pathlib.Path | None = None, mpi: bool | None = None):
-    """One claim (its text, ``claim.text``, or its index) judged on its :class:`~harness.claims.Control`
+    """One claim (its text, ``claim.text``, or its index) judged on its :class:`~harness.judging.claims.Control`
     case at ``size``, in this process, as ``harness controls`` judges it: the claim must come out
     ``fail`` (a unit test that the claim can fail). A relative claim's baseline is the control
     case with the claim's ``relative_to`` on top. A control on more than one rank cannot run in

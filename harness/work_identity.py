@@ -6,7 +6,7 @@ Two things name the work, and a hash of the plugin's files only records where it
   author when the measured work changes: the data, the model, the timed code path, the stop
   rule, what a figure means. Records of one workload and one protocol version are comparable,
   whatever else changed in the plugin's files (a claim's wording or threshold, a control, a
-  docstring): claims are judged again by the code that reads them (harness.rejudge).
+  docstring): claims are judged again by the code that reads them (harness.judging.verdicts.rejudge).
 - the **work digest**: a hash of the work as run, the case's resolved params and the facts the
   workload states about them (``Workload.describe_work``: data generator and its parameters,
   model, stop rule). Two records of one protocol version whose digests differ are kept apart:
@@ -251,7 +251,7 @@ def relock(workload: Any, same_work: bool, reason: str, commit: str = "") -> tup
     """Add the workload's current source hash to its lock file under its declared protocol
     version, after checking the decision: ``same_work`` must be True exactly when the declared
     version is the one already locked. Raises ValueError naming what to fix."""
-    from harness.atomic import write_atomic
+    from harness.output.atomic import write_atomic
 
     state = lock_state(workload)
     if not state.protocol_version:

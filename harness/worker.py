@@ -7,6 +7,7 @@ parent records the case as failed with the reason instead of waiting on a hang.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 import resource
@@ -17,7 +18,8 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harness.casefiles import Verification, WorkerResult, WorkerSpec
+from harness.backend import Verification
+from harness.casefiles import WorkerResult, WorkerSpec
 from harness.protocol.comm import ProfiledComm
 from harness.progress import PROGRESS_NAME, ProgressWriter
 from harness.protocol.context import RunContext
@@ -163,8 +165,7 @@ def _measure(spec: WorkerSpec, world: Any, rank: int, workload: Any, backend: Ba
 
     if backend is not None:
         v = backend.verify()
-        verification = Verification(ok=bool(v.ok), library=v.library, reason=v.reason,
-                                    warnings=list(v.warnings), evidence=v.evidence)
+        verification = dataclasses.replace(v, ok=bool(v.ok), warnings=list(v.warnings))   # JSON-ready
     else:
         verification = Verification(ok=True, reason="no backend requested", evidence=_generic_evidence())
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.claims import Claim, Control  # noqa: F401 - re-exported: the contract's old home
+from harness.judging.claims import Claim, Control  # noqa: F401 - re-exported: the contract's old home
 from harness.errors import UsageError, did_you_mean
-from harness.intervals import SOURCES
+from harness.judging.intervals import SOURCES
 from harness.params import Param
 
 if TYPE_CHECKING:
@@ -46,10 +46,10 @@ class Workload:
     default_repeats: ClassVar[int | None] = None   # None: the harness default (5); 1 for training workloads
     default_warmup: ClassVar[int | None] = None    # None: the harness default (1)
     # separate worker launches per case, each running the repeats: > 1 where a claim is a timing
-    # ratio whose launch-to-launch variation one launch would hide (harness.launches)
+    # ratio whose launch-to-launch variation one launch would hide (harness.judging.launches)
     default_launches: ClassVar[int] = 1
     claims: ClassVar[list[Claim]] = []   # the paper's checkable statements (harness.Claim), each with its control
-    # Where a claimed metric's replicates come from, metric -> source (harness.intervals):
+    # Where a claimed metric's replicates come from, metric -> source (harness.judging.intervals):
     # "repeats" (the default: the measured repeats are independent replicates, as timings are, or
     # as a workload that draws fresh randomness per repeat makes them); "seeds" (run() reports one
     # value per seed or split with ctx.replicates(metric, {seed: value}); two cases that name the

@@ -94,7 +94,7 @@ def read_jsonl(path: pathlib.Path) -> list[dict]:
 def assert_mlperf_compliant(results: pathlib.Path, at_least: int = 1) -> list[pathlib.Path]:
     """Every MLPerf log of a results folder passes mlperf-logging's compliance checker with the
     harness rulesets; returns the logs (at least ``at_least`` of them)."""
-    from harness.mlperf_log import check
+    from harness.protocol.mlperf_log import check
 
     logs = sorted(results.glob("artifacts/*/mlperf/*.txt"))
     assert len(logs) >= at_least, f"{len(logs)} MLPerf logs under {results}/artifacts, wanted {at_least}"

@@ -6,8 +6,8 @@ import pytest
 
 from conftest import make_record
 from harness import Claim, Workload
-from harness.judging import RunIndex
-from harness.baseline_rule import baseline_of, is_baseline_for
+from harness.judging.case import RunIndex
+from harness.judging.baseline_rule import baseline_of, is_baseline_for
 from harness.plan import Case
 from harness.results.record import LaunchInfo, WorkloadInfo
 

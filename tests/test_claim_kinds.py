@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.judging import RunIndex
-from harness.claims import Claim, Premise
-from harness.verdicts import MIN_EQUAL_N
+from harness.judging.case import RunIndex
+from harness.judging.claims import Claim, Premise
+from harness.judging.verdicts import MIN_EQUAL_N
 from harness.params import Param
 from harness.plan import Case
 from harness.results.record import WorkloadInfo

@@ -1,6 +1,7 @@
 """The harness command end to end, in real child processes."""
 import json
 import os
+import pathlib
 
 import pytest
 
@@ -177,3 +178,23 @@ def test_oversubscribed_case_is_skipped_or_run_marked_without_claims(harness_cli
     assert {c["status"] for c in crowded["claims"]} <= {"not_evaluated", "not_applicable"}
     assert all(c["measured"] is None for c in crowded["claims"])
     assert schema_errors(crowded) == []
+
+
+@pytest.mark.parametrize("verb", ["show", "report"])
+def test_a_listing_into_a_closed_pipe_ends_quietly(harness_cli, tmp_path, verb) -> None:
+    """`harness show big.jsonl | head -3`: the reader leaves early; the harness exits 0 or 141
+    (SIGPIPE's status) and prints nothing about the pipe (cli.main's BrokenPipeError branch)."""
+    import subprocess
+    import sys
+
+    src = next((pathlib.Path(__file__).parent.parent / "gallery" / "intel-xeon-amx-2c").rglob("results.jsonl"))
+    lines = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+    big = tmp_path / "big.jsonl"
+    with big.open("w") as f:
+        for i in range(400 // len(lines) + 1):   # well past a pipe buffer (64 KiB) of output
+            for rec in lines:
+                f.write(json.dumps(dict(rec, id=f"{rec['id']}-{i}")) + "\n")
+    cmd = f"{sys.executable} -m harness {verb} {big} | head -3 >/dev/null; exit ${{PIPESTATUS[0]}}"
+    r = subprocess.run(["bash", "-c", cmd], env=harness_cli.env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 141), r.stderr
+    assert r.stderr == "", r.stderr

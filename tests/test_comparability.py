@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from harness.claims import Claim, ClaimVerdict
-from harness.current_claims import judged_now
+from harness.judging.claims import Claim, ClaimVerdict
+from harness.judging.current_claims import judged_now
 from harness.hardware.clock import measure_clock
 from harness.hardware.peaks import machine_peaks
 from harness.report import tables

@@ -12,8 +12,8 @@ import math
 import pytest
 
 from conftest import read_jsonl
-from harness.claims import CONTROL_KINDS, Claim
-from harness.controls import judge, plan_controls
+from harness.judging.claims import CONTROL_KINDS, Claim
+from harness.judging.controls import judge, plan_controls
 from harness.errors import UsageError
 from harness.registry import build_registry
 from harness.results.store import read_records
@@ -126,7 +126,7 @@ def test_builtin_claim_fails_under_its_control(control_runs, workload: str, clai
 
 
 def _text(c: dict) -> str:
-    from harness.claims import claim_text
+    from harness.judging.claims import claim_text
     return claim_text(c["metric"], c["comparison"], c["threshold"], c["transform"], c["relative_to"])
 
 

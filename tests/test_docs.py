@@ -112,7 +112,7 @@ def test_the_reference_pages_are_generated_from_the_code_and_current() -> None:
     every Workload attribute with its default and what it is, every Claim and Control field."""
     import dataclasses
 
-    from harness.claims import Claim, Control
+    from harness.judging.claims import Claim, Control
     from harness.reference import attributes, main
     from harness.workload import Workload
 

@@ -143,9 +143,9 @@ def test_a_run_whose_junit_cannot_be_written_at_the_end_says_so_and_exits_1(harn
     junit = tmp_path / "junit.xml"
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "-c", (
-        "import sys, harness.junit as j\n"
+        "import sys, harness.export.junit as j\n"
         "def full(path, suites):\n"
-        "    from harness.atomic import write_atomic\n"
+        "    from harness.output.atomic import write_atomic\n"
         "    write_atomic(path, lambda f: (_ for _ in ()).throw(OSError(28, 'No space left on device')))\n"
         "j.write = full\n"
         "from harness.cli import main\n"
@@ -248,7 +248,7 @@ def test_written_files_are_as_readable_as_the_umask_says(harness_cli, tmp_path) 
     """A report written for a group on a shared cluster must be readable by the group: every
     output goes through write_atomic, whose temporary file (mkstemp: 0600) gets the mode a plain
     open() would have given, like results.jsonl (issue 41)."""
-    from harness.atomic import write_atomic
+    from harness.output.atomic import write_atomic
 
     old = os.umask(0o022)   # the CLI inherits it
     try:

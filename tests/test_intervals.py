@@ -15,8 +15,9 @@ import pytest
 from scipy import stats
 
 from harness import Claim
-from harness.until_decided import Budget, merge_round, planned_looks, until_decided
-from harness.intervals import (Arm, benjamini_hochberg, difference_interval, mean_interval, per_look_confidence,
+from harness.judging.until_decided import Budget, merge_round, planned_looks, until_decided
+from harness.judging.multiplicity import benjamini_hochberg
+from harness.judging.intervals import (Arm, difference_interval, mean_interval, per_look_confidence,
                                ratio_interval, ratio_of_medians)
 
 TRIALS = 200

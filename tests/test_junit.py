@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 from conftest import ROOT, make_record, read_jsonl, signal_when
-from harness import junit
-from harness.claims import ClaimVerdict, ControlOutcome
+from harness.export import junit
+from harness.judging.claims import ClaimVerdict, ControlOutcome
 
 xmlschema = pytest.importorskip("xmlschema")
 SCHEMA = xmlschema.XMLSchema(str(ROOT / "tests" / "fixtures" / "junit-10.xsd"))

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.claims import Claim
-from harness.intervals import Arm, mean_interval, ratio_interval
+from harness.judging.claims import Claim
+from harness.judging.intervals import Arm, mean_interval, ratio_interval
 
 from conftest import read_jsonl
 
@@ -55,8 +55,8 @@ def test_launches_cover_the_launch_mean_where_one_launch_does_not() -> None:
 
 
 def test_a_verdict_keeps_the_launches_and_is_judged_again_the_same_way() -> None:
-    from harness.claims import ClaimVerdict
-    from harness.verdicts import rejudge
+    from harness.judging.claims import ClaimVerdict
+    from harness.judging.verdicts import rejudge
 
     arm = _launched(np.random.default_rng(1), 1.0, 3, 3, 0.05, 0.01)
     v = Claim("t", ">=", 0.0).evaluate({"t": arm})

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import make_record
-from harness.claims import ClaimVerdict
+from harness.judging.claims import ClaimVerdict
 from harness.report.machines import by_machine, portability, verdict_matrix
 from harness.results.frame import load
 from harness.results.record import LaunchInfo, Stats

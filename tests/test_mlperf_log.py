@@ -1,4 +1,4 @@
-"""The MLPerf logs (harness/mlperf_log.py) against mlperf-logging's own compliance checker with
+"""The MLPerf logs (harness/protocol/mlperf_log.py) against mlperf-logging's own compliance checker with
 the harness rulesets. Real logs of each training workload are checked in that workload's smoke
 test (tests/test_bragg_unet.py, test_kfac.py, test_email_transfer.py, test_tf_cnn.py); here the
 checker is shown to fail a log that breaks a rule, so those checks can fail."""
@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("mlperf_logging")
 
-from harness.mlperf_log import RULES_DIR, check, logs_location, training_log  # noqa: E402
+from harness.protocol.mlperf_log import RULES_DIR, check, logs_location, training_log  # noqa: E402
 
 HYPERPARAMETERS = {"global_batch_size": 8, "opt_name": "adam", "opt_base_learning_rate": 0.003, "model_depth": 2,
                    "model_base_channels": 8, "box_edge": 16, "quality_target": 0.8, "stop_at_target": False,

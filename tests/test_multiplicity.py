@@ -1,4 +1,4 @@
-"""Verdicts over the family of a run's claims (harness.multiplicity): Holm keeps the chance of
+"""Verdicts over the family of a run's claims (harness.judging.multiplicity): Holm keeps the chance of
 any false decision in a run near its level, Benjamini-Hochberg the share of false decisions."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from harness import Claim
-from harness.multiplicity import NOT_CORRECTED, corrected_statuses, decision_p
+from harness.judging.multiplicity import NOT_CORRECTED, corrected_statuses, decision_p
 
 RUNS = 80     # 120 before; 80 keeps the 3-sigma bounds meaningful at two thirds of the CI time
 CLAIMS = 50
@@ -49,7 +49,7 @@ def test_strong_claims_survive_and_p_values_follow_the_interval() -> None:
 
 
 def test_verdicts_without_replicates_are_marked_not_judged_again() -> None:
-    from harness.claims import ClaimVerdict
+    from harness.judging.claims import ClaimVerdict
 
     old = ClaimVerdict(metric="x", comparison=">=", threshold=0.0, status="pass", measured=1.0)
     assert corrected_statuses([old], "holm") == [NOT_CORRECTED]

@@ -13,7 +13,7 @@ from conftest import read_jsonl
 from fixtures.hostile_plugins import loud_plugin
 from fixtures.output_family import (PAYLOADS, junit_breaches, probes, run_probe,
                                     terminal_breaches, write_results)
-from harness.safe_text import csv_cell, markdown_cell, one_line, slurm_filename, visible
+from harness.output.safe_text import csv_cell, markdown_cell, one_line, slurm_filename, visible
 
 
 def test_each_output_kind_has_one_escaping_function() -> None:

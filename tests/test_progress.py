@@ -56,7 +56,7 @@ def test_the_closing_table_lists_failed_cases_first_and_groups_claims() -> None:
     from rich.console import Console
 
     from conftest import make_record
-    from harness.claims import ClaimVerdict
+    from harness.judging.claims import ClaimVerdict
     from harness.plan import Case
     from harness.report.closing import closing_table
 

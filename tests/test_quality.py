@@ -1,4 +1,4 @@
-"""Training to quality (harness.quality) and claims judged only at quality (Claim at_quality)."""
+"""Training to quality (harness.judging.quality) and claims judged only at quality (Claim at_quality)."""
 from __future__ import annotations
 
 import itertools
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import Claim
-from harness.quality import QualityRule, QualityTracker
+from harness.judging.quality import QualityRule, QualityTracker
 
 
 def rule(**kw) -> QualityRule:
@@ -67,7 +67,7 @@ def test_each_plateau_before_the_last_divides_the_rate_by_ten() -> None:
 
 
 def test_rule_reads_the_params_quality_params_declares() -> None:
-    from harness.quality import quality_params
+    from harness.judging.quality import quality_params
 
     declared = quality_params(target=0.8, stop_at_target=False, delta=0.005, patience=4, lr_drops=2,
                               max_steps=3000, eval_every=25, figure="validation Dice")
@@ -103,8 +103,8 @@ def test_the_baseline_of_a_relative_claim_must_be_at_quality_too() -> None:
 
 
 def test_rejudging_keeps_a_figure_that_was_not_at_quality_undecided() -> None:
-    from harness.claims import ClaimVerdict
-    from harness.verdicts import rejudge
+    from harness.judging.claims import ClaimVerdict
+    from harness.judging.verdicts import rejudge
 
     cut = CLAIM.evaluate({"dice": [0.8, 0.81, 0.79], "reached_quality": [1, 0, 1]})
     again = rejudge(ClaimVerdict.from_json(cut.to_json()), 0.5)

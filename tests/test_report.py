@@ -107,6 +107,24 @@ def test_csv_and_parquet(harness_cli, two_runs, tmp_path) -> None:
     assert r.returncode == 2 and "--format" in r.stderr
 
 
+def test_jsonl_kind_is_one_strict_json_object_per_record_like_the_csv(harness_cli, two_runs, tmp_path) -> None:
+    """The kind docs/architecture.md adds as its example: one module plus one row in KINDS."""
+    import pandas as pd
+
+    def strict(text: str):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+
+    assert harness_cli("report", *map(str, two_runs), "--out", str(tmp_path / "r.jsonl")).returncode == 0
+    rows = [strict(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    streamed = harness_cli("report", *map(str, two_runs), "--format", "jsonl")
+    assert [strict(line) for line in streamed.stdout.splitlines()] == rows
+    assert harness_cli("report", *map(str, two_runs), "--out", str(tmp_path / "r.csv")).returncode == 0
+    csv = pd.read_csv(tmp_path / "r.csv")
+    assert len(rows) == len(csv) == 2 and set(rows[0]) == set(csv.columns)
+    assert [r["metric.answer"] for r in rows] == list(csv["metric.answer"])
+    assert "jsonl: one JSON object per record" in harness_cli("report", "--help").stdout
+
+
 def test_compare_verdicts_and_exit_status(harness_cli, two_runs, tmp_path) -> None:
     r = harness_cli("compare", *map(str, two_runs))
     assert r.returncode in (0, 1) and "verdicts:" in r.stdout

@@ -5,7 +5,7 @@ import pathlib
 import pytest
 
 from harness.errors import UsageError
-from harness.claims import Claim
+from harness.judging.claims import Claim
 from conftest import make_record
 from harness.results.record import upgrade, upgrade_v1
 from harness.results.schema import schema_errors

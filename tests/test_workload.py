@@ -1,9 +1,9 @@
 import pytest
 
 from harness import Claim, Param, Workload
-from harness.claims import ClaimVerdict
-from harness.verdicts import rejudge
-from harness.intervals import Arm
+from harness.judging.claims import ClaimVerdict
+from harness.judging.verdicts import rejudge
+from harness.judging.intervals import Arm
 from harness.errors import UsageError
 
 

@@ -21,11 +21,12 @@ from typing import Any
 
 from harness import __version__
 from harness.commands.common import console, err_console, registry
-from harness.commands.info import info_document
-from harness.commands.run import add_machine_name_option, run
+from harness.commands.machine_document import info_document
+from harness.commands.options import add_machine_name_option
+from harness.commands.running import run
 from harness.hardware.identity import identity, profile_relation
 from harness.work_identity import workload_version
-from harness.atomic import write_atomic
+from harness.output.atomic import write_atomic
 from harness.errors import Interrupted, UsageError
 from harness.software import git_info
 from harness.request import RunRequest
@@ -63,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def workload_versions() -> dict[str, str]:
-    """Every registered workload's version as the code here makes it (harness.workload_version):
+    """Every registered workload's version as the code here makes it (harness.work_identity.workload_version):
     the manifest keeps them, and a test compares a gallery capture's with the code's."""
     reg = registry()
     return {name: workload_version(reg.workload(name))[0] for name in sorted(reg.workloads)}

@@ -14,15 +14,17 @@ from collections import Counter
 
 from rich.markup import escape
 
-from harness import junit, strict_json
-from harness.atomic import write_atomic
+from harness.export import junit
+from harness.output import strict_json
+from harness.output.atomic import write_atomic
 from harness.check import TOLERANCE, CaseCheck, Reference, check_record
 from harness.commands.common import console, current_claims, err_console, registry, table, warn_unreadable
-from harness.commands.run import add_case_options, add_launcher_options, request_from_args, run_with
+from harness.commands.options import add_case_options, add_launcher_options, load_reference, request_from_args
+from harness.commands.running import run_with
 from harness.errors import UsageError
-from harness.intervals import DEFAULT_CONFIDENCE
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 from harness.results.record import Record
-from harness.results.store import iter_records, load_records, results_files
+from harness.results.store import load_records
 from harness.runloop import RunLoop
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow", "no reference": "dim", "not ok": "red"}
@@ -72,26 +74,6 @@ class CheckLoop(RunLoop):
         check = self.checks.get(record.case_id)
         against = ["the time against the reference"] if check is not None and check.status == "inconclusive" else []
         return super().undecided(record) + against
-
-
-def load_reference(path: str) -> Reference:
-    """``--reference PATH`` read (shared with `harness export-reframe`); bad input names the fix."""
-    folder = pathlib.Path(path)
-    if not folder.exists():
-        raise UsageError(f"--reference {path}: does not exist; give a capture folder (e.g. gallery/<machine>) "
-                         "or a results folder")
-    problems: list[str] = []
-
-    def records():      # one at a time: a reference of 50,000 runs is never held as records
-        for f in results_files([folder], problems):
-            yield from iter_records(f, problems)
-    reference = Reference(records())
-    warn_unreadable(problems)
-    if not len(reference):
-        why = next(iter(reference.refused.values()), "")
-        raise UsageError(f"--reference {path}: holds no ok record with usable samples"
-                         + (f" ({why})" if why else "") + "; give a capture or results folder of a run that completed")
-    return reference
 
 
 def main(args: argparse.Namespace) -> int:

@@ -14,7 +14,8 @@ from harness.errors import UsageError
 from harness.hardware.fingerprint import fingerprint
 from harness.hardware.profiles import Profile, load_profiles, match_profile
 from harness.registry import Problem, Registry, build_registry
-from harness.safe_text import has_unsafe, visible
+from harness.output.safe_text import has_unsafe, visible
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 
 import os
 import sys
@@ -105,21 +106,21 @@ def warn_problems(problems: list[Problem]) -> None:
 
 
 def confidence_level(text: str) -> float:
-    """``--confidence``: a two-sided level, 0.95 or 95 (per cent), from 0.5 up to (not including) 1."""
+    """``--confidence``: a two-sided level, a fraction or per cent, from 0.5 up to (not including) 1."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number: give a level such as 0.95 or 95") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: give a level such as {DEFAULT_CONFIDENCE:g} or {DEFAULT_CONFIDENCE * 100:g}") from None
     if 1 < value < 100:
         value /= 100
     if not 0.5 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: give a level between 0.5 and 1 (e.g. 0.95, or 95 for per cent)")
+        raise argparse.ArgumentTypeError(f"{text}: give a level between 0.5 and 1 (e.g. {DEFAULT_CONFIDENCE:g}, or {DEFAULT_CONFIDENCE * 100:g} for per cent)")
     return value
 
 
 def add_correction_option(p: Any) -> None:
     """``--correction holm|bh|none``: the verdicts over the family of a run's claims, shown beside each."""
-    from harness.multiplicity import CORRECTIONS, DEFAULT_CORRECTION
+    from harness.judging.multiplicity import CORRECTIONS, DEFAULT_CORRECTION
 
     p.add_argument("--correction", choices=CORRECTIONS, default=DEFAULT_CORRECTION,
                    help="beside each verdict, the verdict after a correction over all claims of the run: holm "
@@ -127,12 +128,12 @@ def add_correction_option(p: Any) -> None:
                         "(Benjamini-Hochberg, false discovery rate) or none")
 
 
-def add_confidence_option(p: Any, default: float | None = 0.95, extra: str = "") -> None:
+def add_confidence_option(p: Any, default: float | None = DEFAULT_CONFIDENCE, extra: str = "") -> None:
     """``--confidence LEVEL``: the two-sided level of the claims' intervals."""
     p.add_argument("--confidence", type=confidence_level, default=default, metavar="LEVEL",
                    help="two-sided level of the claims' confidence intervals: a claim passes or fails only "
                         "when its whole interval says so, else it is inconclusive"
-                        + (" (default 0.95)" if default is not None else "") + extra)
+                        + (f" (default {default:g})" if default is not None else "") + extra)
 
 
 class UsageParser(argparse.ArgumentParser):
@@ -144,7 +145,7 @@ class UsageParser(argparse.ArgumentParser):
 
 def current_claims() -> dict[str, tuple[str, list[Any]]]:
     """{workload: (the work version its code makes now, its claims)} of every registered
-    workload: what harness.current_claims applies to the records of that version."""
+    workload: what harness.judging.current_claims applies to the records of that version."""
     from harness.work_identity import current_work_version
 
     reg = registry()

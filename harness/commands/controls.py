@@ -11,17 +11,16 @@ from rich.markup import escape
 
 from rich.console import Console
 
-from harness import junit
-from harness.claims import ControlOutcome
-from harness.commands.common import (add_confidence_option, console, err_console, machine, registry, table, warn,
-                                     warn_problems)
-from harness.request import check_protocol_limits, decision_budget
-from harness.controls import DEFAULT_SIZE, ControlPlan, cases_in_order, judge, only_claims, plan_controls
-from harness.until_decided import DEFAULT_BUDGET_S, Budget
+from harness.commands.common import add_confidence_option, console, err_console, registry, table, warn, warn_problems
+from harness.commands.running import open_session
 from harness.execute import Session
-from harness.intervals import level_text
-from harness.outdir import claim_work_dir, lock_out, prepare_out
+from harness.export import junit
+from harness.judging.claims import ControlOutcome
+from harness.judging.controls import DEFAULT_SIZE, ControlPlan, cases_in_order, judge, only_claims, plan_controls
+from harness.judging.intervals import level_text
+from harness.judging.until_decided import DEFAULT_BUDGET_S, Budget
 from harness.plan import Case
+from harness.request import RunRequest
 from harness.report.claim_text import measured_text
 from harness.results.record import ControlRole, Record
 from harness.results.store import RESULTS_NAME
@@ -91,13 +90,15 @@ CONTROL_MAX_REPEATS = 12
 
 
 def main(args: argparse.Namespace) -> int:
-    check_protocol_limits(repeats=args.repeats, warmup=args.warmup, timeout=args.timeout)
-    budget = decision_budget(args.max_repeats, args.budget, args.confidence)
-    junit_file = junit.check_target(args.junit)
     started = time.monotonic()
     reg = registry()
     warn_problems(reg.problems)
     names = sorted(reg.workloads) if not args.workload else [n.strip() for n in args.workload.split(",") if n.strip()]
+    request = RunRequest(workload=",".join(names) or None, backend=args.backend, repeats=args.repeats,
+                         warmup=args.warmup, timeout=args.timeout, out=args.out, confidence=args.confidence,
+                         until_decided=True, max_repeats=args.max_repeats, budget=args.budget, junit=args.junit)
+    budget = request.decision_budget()
+    junit_file = junit.check_target(request.junit)
     for n in names:
         reg.workload(n)
     if args.backend:
@@ -106,17 +107,14 @@ def main(args: argparse.Namespace) -> int:
                                       size=args.size)
     if args.claim:
         plans, undeclared = only_claims(args.claim, plans, undeclared)
-    out = prepare_out(args.out)
-    fp, profile, profile_data = machine()
     run_id = "controls-" + _dt.datetime.now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    session = Session(registry=reg, out_dir=out, run_id=run_id, hardware=fp, profile=profile,
-                      profile_data=profile_data, confidence=args.confidence)
-    locks = (lock_out(out, exclusive=False), claim_work_dir(session.work_dir))  # noqa: F841 - held to the end
+    opened = open_session(request, reg, run_id)
+    session, out = opened.session, opened.out
     todo = cases_in_order(plans)
     sizes = ", ".join(sorted({case.size for case, _ in todo})) or "-"
     console.print(f"{len(plans)} control(s) of {len(names)} workload(s): {len(todo)} case(s) at size {sizes} "
                   f"-> {out / RESULTS_NAME}")
-    loop = ControlLoop(session, out / RESULTS_NAME, console, budget, plans, todo)
+    loop = ControlLoop(session, opened.results_file, console, budget, plans, todo)
     loop.run([case for case, _ in todo])
     results = [loop.outcomes[j] for j in range(len(plans)) if j in loop.outcomes] + undeclared
     status = _conclude(args, results, len(plans), undeclared)

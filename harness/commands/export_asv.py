@@ -10,7 +10,7 @@ import tempfile
 
 from harness.commands.common import console, warn, warn_unreadable
 from harness.errors import UsageError
-from harness.history.asv_export import export
+from harness.export.asv import export
 from harness.history.series import build_series, select
 from harness.results.store import load_records
 

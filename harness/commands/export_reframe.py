@@ -1,17 +1,17 @@
 """``harness export-reframe DIR``: the selected cases as a ReFrame test library, with site
-configurations for this machine and for a Slurm partition (see :mod:`harness.reframe_export`)."""
+configurations for this machine and for a Slurm partition (see :mod:`harness.export.reframe`)."""
 from __future__ import annotations
 
 import argparse
 import pathlib
 
-from harness.atomic import write_atomic
+from harness.output.atomic import write_atomic
 from harness.check import TOLERANCE
-from harness.commands.check import load_reference
+from harness.commands.options import load_reference
 from harness.commands.common import console, registry, warn_problems
 from harness.errors import UsageError
 from harness.launch.slurm import script_text_problem
-from harness.reframe_export import (LOCAL_CONFIG, SLURM_CONFIG, TESTS_NAME, case_entries, config_text, local_config,
+from harness.export.reframe import (LOCAL_CONFIG, SLURM_CONFIG, TESTS_NAME, case_entries, config_text, local_config,
                                     slurm_config, tests_text, usable_cpus)
 from harness.request import RunRequest
 from harness.workload import SIZES

@@ -3,20 +3,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 from typing import Any
 
 from rich.table import Table
 
-from harness.commands.common import console, machine, registry
-from harness.errors import UsageError
-from harness.hardware.identity import identity, profile_relation
-from harness.hardware.peaks import machine_peaks
-from harness.launch.mpi import find_mpiexec, flavour
-from harness.software import inherited_environment, numerics_environment, software
-from harness.results.record import Record
-from harness.results.store import load_records
-from harness.plugin_guard import available, guarded
+from harness.commands.common import console
+from harness.commands.machine_document import backend_rows, info_document
+from harness.hardware.identity import profile_relation
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,45 +19,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="results files or folders to take this machine's measured ceilings from "
                         "(roofline records of this host and CPU; default: ./results if it exists)")
     p.set_defaults(func=main)
-
-
-def measured_ceilings(paths: list[str], fp: dict) -> list[dict[str, object]]:
-    """The latest ok figures of every declared ceiling (``Workload.ceilings``) per (workload, backend,
-    threads) measured on this machine (same machine key).
-
-    An unmatched machine has no profile peaks; these are what it has shown it can do."""
-    records, _ = load_records(paths)
-    latest: dict[tuple[str, str, int], Record] = {}
-    this_machine = identity(fp)["key"]
-    for r in records:
-        if (not r.ok or not r.workload.ceilings or r.machine_key != this_machine
-                or not any(r.number(m) is not None for m in r.workload.ceilings)):
-            continue
-        key = (r.workload.name, r.backend.label, r.launch.threads)
-        if key not in latest or r.created > latest[key].created:
-            latest[key] = r
-    return [{"workload": w, "backend": b, "library": r.backend.library.split(" (")[0][:48], "threads": t,
-             "ceilings": {m: round(v, 2) for m in r.workload.ceilings if (v := r.number(m)) is not None},
-             "units": dict(r.workload.ceilings),
-             "measured": r.created}
-            for (w, b, t), r in sorted(latest.items())]
-
-
-def _backend_rows() -> list[dict[str, str]]:
-    reg = registry()
-    rows = []
-    for name, b in sorted(reg.backends.items()):
-        ok, why = available(b)
-        try:
-            desc = b.describe() if ok else {}
-        except Exception as exc:  # noqa: BLE001 - one backend's failure must not hide the others
-            desc = {"warnings": [f"describe() raised {exc!r}"]}
-        rows.append({"name": name, "available": "yes" if ok else "no",
-                     "drives": ",".join(guarded(b.frameworks)[0] or ()), "reason": why,
-                     "library": desc.get("library") or "", "version": desc.get("version") or "",
-                     "warnings": "; ".join(desc.get("warnings", [])),
-                     "source": reg.source("backend", name)})
-    return rows
 
 
 def _measured_clock_text(clock: dict[str, Any]) -> str:
@@ -83,26 +37,6 @@ def _tuning_text(t: dict) -> str:
     if t.get("isolated"):
         bits.append(f"isolated CPUs {t['isolated']}")
     return ", ".join(bits) + "".join(f"\nwarning: {w}" for w in t.get("warnings", []))
-
-
-def info_document(results: list[str] | None) -> tuple[dict[str, Any], list[str]]:
-    """What ``harness info --json`` prints (the fingerprint, matched profile, MPI, numerics
-    environment, software, backends and measured ceilings) and the results paths the ceilings came
-    from (``results``; None: ./results if it exists). ``harness capture`` writes the same document."""
-    fp, profile, profile_data = machine()
-    mpiexec = find_mpiexec()
-    mpi = {"mpiexec": str(mpiexec) if mpiexec else None, "flavour": flavour(mpiexec) if mpiexec else None}
-    paths = results if results else (["results"] if pathlib.Path("results").is_dir() and
-                                     results is None else [])
-    try:
-        ceilings = measured_ceilings(paths, fp) if paths else []
-    except UsageError:
-        if results:
-            raise
-        ceilings = []  # the default folder holds no results files yet
-    return {"hardware": fp, "machine": identity(fp), "peaks": machine_peaks(fp, profile, profile_data),
-            "profile": profile, "mpi": mpi, "environment": numerics_environment(inherited_environment()),
-            "software": software(), "backends": _backend_rows(), "measured_ceilings": ceilings}, paths
 
 
 def main(args: argparse.Namespace) -> int:
@@ -155,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
     b = Table(title="backends", title_justify="left")
     for col in ("name", "available", "drives", "reason", "library", "version", "warnings", "source"):
         b.add_column(col, overflow="fold")
-    for row in _backend_rows():
+    for row in backend_rows():
         b.add_row(*row.values())
     console.print(b)
     if ceilings:

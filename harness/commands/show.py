@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.commands.common import console, warn_unreadable
-from harness.claims import summarize_claims
+from harness.judging.verdicts import summarize_claims
 from harness.errors import UsageError
 from harness.results.record import Record
 from harness.results.scan import scan

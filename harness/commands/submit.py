@@ -11,13 +11,14 @@ import datetime as _dt
 import pathlib
 import sys
 
-from harness import __version__, junit
+from harness import __version__
+from harness.export import junit
 from harness.commands.common import console, err_console, registry, warn_problems
-from harness.commands.run import add_case_options, request_from_args
+from harness.commands.options import add_case_options, request_from_args
 from harness.launch.launcher import Launcher
-from harness.atomic import write_atomic
+from harness.output.atomic import write_atomic
 from harness.errors import UsageError
-from harness.safe_text import slurm_filename
+from harness.output.safe_text import slurm_filename
 from harness.launch.slurm import (BatchJob, find_sbatch, render_batch_script, script_text_problem, submit,
                                   submit_and_wait, valid_time)
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from harness.history.series import Series
 from harness.history.steps import Step
-from harness.plotting import pyplot, save_figure
-from harness.safe_text import one_line
+from harness.output.plotting import pyplot, save_figure
+from harness.output.safe_text import one_line
 
 
 def file_name(series: Series) -> str:

@@ -31,6 +31,7 @@ import numpy as np
 
 from harness.history.provenance import Change, changes, provenance
 from harness.history.series import Point, Series
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 
 SCAN_SIMULATIONS = 20_000     # at 95 %; more at family-wise levels, up to MAX_SCAN_VALUES numbers
 MAX_SCAN_VALUES = 20_000_000
@@ -167,7 +168,7 @@ def pelt_l2(y: np.ndarray, penalty: float) -> list[int]:
     return ruptures.KernelCPD(kernel="linear", min_size=1, jump=1).fit(np.asarray(y, dtype=float)).predict(pen=penalty)
 
 
-def step_interval(before: list[Point], after: list[Point], confidence: float = 0.95) -> tuple[float, float, float]:
+def step_interval(before: list[Point], after: list[Point], confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float, float]:
     """The ratio of the runs' geometric mean medians after / before and its max-t interval: the
     difference of mean log medians, plus or minus :func:`scan_critical` for the window's runs
     times its standard error (the two segments' pooled scatter, never below the runs' own
@@ -208,7 +209,7 @@ def _strength(step: Step) -> float:
 
 
 def judge_boundaries(runs: list[Point], bounds: list[int], threshold: float = 0.05,
-                     confidence: float = 0.95) -> tuple[list[Step], list[Step]]:
+                     confidence: float = DEFAULT_CONFIDENCE) -> tuple[list[Step], list[Step]]:
     """(steps, unconfirmed candidates) from candidate boundaries (index of the first run after
     each). A boundary the interval does not confirm is no boundary: the weakest such one goes, its
     two segments merge and the rest are judged again, until every one left is confirmed. So a
@@ -238,7 +239,7 @@ def candidates(series: Series, method: str = "pelt") -> list[int]:
     return [left for left, _ in segments(runs, method)[1:]] if len(runs) >= 2 else []
 
 
-def find_steps(series: Series, threshold: float = 0.05, confidence: float = 0.95,
+def find_steps(series: Series, threshold: float = 0.05, confidence: float = DEFAULT_CONFIDENCE,
                method: str = "pelt", bounds: list[int] | None = None) -> list[Step]:
     """The steps of ``series`` (its ok runs) and, after them, the candidates their interval did not
     confirm; each explained by what its records say changed between the run before and after it.

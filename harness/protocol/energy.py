@@ -125,7 +125,7 @@ _active: EnergyMeter | None = None   # the meter of this worker process, where i
 
 def activate(meter: EnergyMeter | None) -> None:
     """Make ``meter`` the one code of this process finds with :func:`active` (the worker sets it;
-    a :class:`harness.quality.QualityTracker` uses it for the joules to its target)."""
+    a :class:`harness.judging.quality.QualityTracker` uses it for the joules to its target)."""
     global _active
     _active = meter
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.safe_text import surrogate_paths
+from harness.output.safe_text import surrogate_paths
 
 
 @dataclass

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.claims import ClaimVerdict
-from harness.intervals import level_text
-from harness.multiplicity import NOT_CORRECTED
+from harness.judging.claims import ClaimVerdict
+from harness.judging.intervals import level_text
+from harness.judging.multiplicity import NOT_CORRECTED
 
 
 def num_text(x: Any, fmt: str = "{:.4g}") -> str:

@@ -18,10 +18,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from harness.multiplicity import DEFAULT_CORRECTION, corrected_statuses, summary
+from harness.judging.multiplicity import DEFAULT_CORRECTION, corrected_statuses, summary
 from harness.plan import Case
 from harness.report.claim_text import VERDICT_TEXT, interval_source, measured_text, verdict_text
 from harness.results.record import Record
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
 PAPER_SHOWN = 24   # characters of a paper value the closing table prints (a figure, not a sentence)
@@ -50,10 +51,10 @@ def case_names(cases: Sequence[Case]) -> dict[str, str]:
 
 
 def closing_table(finished: Sequence[tuple[Case, Record]], correction: str = DEFAULT_CORRECTION,
-                  confidence: float = 0.95) -> Group:
+                  confidence: float = DEFAULT_CONFIDENCE) -> Group:
     """The failed cases (with reasons), the undecided and failed claims, the passed ones; see the
     module's docstring. Each verdict also says what it is after ``correction`` over the run's
-    claims (harness.multiplicity), where that differs."""
+    claims (harness.judging.multiplicity), where that differs."""
     names = case_names([c for c, _ in finished])
     every = [v for _, r in finished for v in r.claims]
     after_list = corrected_statuses(every, correction, confidence)

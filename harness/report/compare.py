@@ -7,7 +7,7 @@ whose workload version differs (the plugin's code or protocol changed) is listed
 comparable: its times measure other work.
 Per matched case: the ratio of medians (candidate / baseline) with a bootstrap interval, a
 two-sided Mann-Whitney U test, and the smallest slowdown that this test, after the correction,
-could have flagged at these sample counts and spread (simulated, harness.intervals.detectable_ratio). The
+could have flagged at these sample counts and spread (simulated, harness.judging.intervals.detectable_ratio). The
 p-values of all matched cases are corrected together (Benjamini-Hochberg at the false-discovery
 rate ``fdr``, 5 % by default): with dozens of cases, a per-case test at 5 % would call some
 unchanged case slower in most comparisons. A change counts only when it survives the correction
@@ -22,8 +22,9 @@ from typing import Any
 
 import pandas as pd
 
-from harness import strict_json
-from harness.intervals import benjamini_hochberg, detectable_ratio, mann_whitney_min_p, ratio_of_medians
+from harness.output import strict_json
+from harness.judging.multiplicity import benjamini_hochberg
+from harness.judging.intervals import detectable_ratio, mann_whitney_min_p, ratio_of_medians
 
 
 @dataclass

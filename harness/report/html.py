@@ -21,10 +21,6 @@ th{background:#f0f0f0}td.FAIL{color:#b00;font-weight:bold}td.pass{color:#070}td.
 border:1px solid #eee;margin:0.5em 0}.note{color:#666}ol.legend{list-style:none;padding-left:0;font-size:12px}"""
 
 
-def _table(columns: list[str], rows: Iterable[list[str]], verdict_col: int | None = None) -> str:
-    return "".join(_table_parts(columns, rows, verdict_col))
-
-
 def _table_parts(columns: list[str], rows: Iterable[list[str]], verdict_col: int | None = None) -> Iterator[str]:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     yield f"<table><thead><tr>{head}</tr></thead><tbody>"
@@ -45,10 +41,6 @@ def _img(title: str, png: bytes, legend: list[str] | None = None) -> str:
     caption = ("<figcaption class='note'><ol class='legend'>" + "".join(
         f"<li>{html.escape(item)}</li>" for item in legend) + "</ol></figcaption>") if legend else ""
     return f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}">{caption}</figure>'
-
-
-def html_report(df: pd.DataFrame, problems: list[str]) -> str:
-    return "".join(html_parts(df, problems))
 
 
 def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:

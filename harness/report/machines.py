@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.intervals import ratio_of_medians
+from harness.judging.intervals import DEFAULT_CONFIDENCE, ratio_of_medians
 from harness.report.units import joules_per_item
 from harness.report.verdicts import verdicts
 from harness.results.frame import TIME_TO_QUALITY
-from harness.intervals import bootstrap_medians
+from harness.judging.intervals import bootstrap_medians
 
 CASE_KEY = ["workload", "size", "params", "ranks", "cpus", "backend"]
 BOOTSTRAP = 1000
@@ -164,7 +164,7 @@ def matched_cases(ok: pd.DataFrame, names: list[str], every_version: bool = Fals
         yield key, {m: r for m, r in per.items() if r.version == chosen}, versions
 
 
-def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
+def by_machine(df: pd.DataFrame, reference: str | None = None, confidence: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """One row per matched case; per machine: median seconds and interval, throughput, the
     speed-up over the reference with its bootstrap interval, fraction of peak. Cases that
     machines ran in different versions are in ``attrs["different_protocol"]``: (case, {version:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from harness.hardware.peaks import fraction_or_problem
 from harness.report.machines import compared_seconds, machines_of, matched_cases, usable
-from harness.intervals import bootstrap_medians
+from harness.judging.intervals import DEFAULT_CONFIDENCE, bootstrap_medians
 
 BOOTSTRAP = 1000
 
@@ -111,7 +111,7 @@ def _geomean_speedup(pairs: list[tuple[np.ndarray, np.ndarray]], rng: np.random.
     return point, float(lo), float(hi)
 
 
-def speedup_matrix(df: pd.DataFrame, reference: str | None = None, confidence: float = 0.95,
+def speedup_matrix(df: pd.DataFrame, reference: str | None = None, confidence: float = DEFAULT_CONFIDENCE,
                    seed: int = 0) -> tuple[list[str], list[list[str]]]:
     """(columns, rows): one row per workload, one column per machine after the reference: the
     geometric-mean speed-up over the reference [bootstrap interval] (n matched cases)."""
@@ -154,7 +154,7 @@ def speedup_matrix(df: pd.DataFrame, reference: str | None = None, confidence: f
 PAIRWISE_MAX = 12   # machines: a wider table is unread, and its cells grow with the square
 
 
-def pairwise_matrix(df: pd.DataFrame, confidence: float = 0.95, seed: int = 0) -> tuple[list[str], list[list[str]]]:
+def pairwise_matrix(df: pd.DataFrame, confidence: float = DEFAULT_CONFIDENCE, seed: int = 0) -> tuple[list[str], list[list[str]]]:
     """(columns, rows) for 3 to PAIRWISE_MAX real machines: per pair, the geometric-mean speed-up of the column's
     machine over the row's on every case both ran in the same work version [bootstrap interval]
     (n cases), so that every pair with matched cases is compared somewhere, whatever the reference."""

@@ -9,10 +9,10 @@ from typing import Any
 
 import pandas as pd
 
-from harness.verdicts import as_number
-from harness.plotting import plain_log_ticks
-from harness.plotting import pyplot as _plt
-from harness.safe_text import one_line
+from harness.judging.verdicts import as_number
+from harness.output.plotting import plain_log_ticks
+from harness.output.plotting import pyplot as _plt
+from harness.output.safe_text import one_line
 
 
 def _png(fig: Any) -> bytes | None:
@@ -115,7 +115,7 @@ def roofline_ceilings(ceilings: dict[str, str], metrics: dict[str, Any]) -> tupl
 
 def roofline_figure(df: pd.DataFrame) -> bytes | None:
     """Measured ceilings (records whose workload declares a GFLOP/s and a GB/s ceiling) as rooflines."""
-    from harness.plotting import draw_rooflines
+    from harness.output.plotting import draw_rooflines
 
     pairs: dict[str, list[tuple[float, float]]] = {}
     for r in df.itertuples():

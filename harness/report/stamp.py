@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Iterable
 
 from harness.results.store import iter_records, results_files
-from harness.safe_text import code_span
+from harness.output.safe_text import code_span
 
 
 def stamp_text(paths: Iterable[str], argv: list[str]) -> str:

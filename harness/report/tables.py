@@ -8,13 +8,14 @@ from typing import Any
 
 import pandas as pd
 
-from harness.claims import counts_text
-from harness.verdicts import rejudge
-from harness.multiplicity import NAMES, corrected_statuses
+from harness.judging.verdicts import counts_text
+from harness.judging.verdicts import rejudge
+from harness.judging.multiplicity import NAMES, corrected_statuses
 from harness.report.claim_text import VERDICT_TEXT, interval_source, measured_text, num_text, verdict_text
 from harness.report.units import energy_text
 from harness.report.verdicts import verdicts
-from harness.safe_text import markdown_cell, markdown_text
+from harness.output.safe_text import markdown_cell, markdown_text
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
                 "median (s)", "95% CI (s)", "throughput", "% of peak", "comm frac", "comm imbalance",
@@ -134,7 +135,7 @@ def claim_columns(df: pd.DataFrame) -> list[str]:
 
 def corrections(df: pd.DataFrame) -> dict[tuple[Any, int], str]:
     """(row index, claim index) -> the verdict after the report's correction, one family per run
-    (harness.multiplicity); {} without a correction."""
+    (harness.judging.multiplicity); {} without a correction."""
     method = correcting(df)
     if method is None:
         return {}
@@ -146,7 +147,7 @@ def corrections(df: pd.DataFrame) -> dict[tuple[Any, int], str]:
             for j, c in enumerate(verdicts(claims)):
                 keys.append((idx, j))
                 judged.append(c)
-        level = next((c.confidence for c in judged if c.confidence), 0.95)
+        level = next((c.confidence for c in judged if c.confidence), DEFAULT_CONFIDENCE)
         out.update(zip(keys, corrected_statuses(judged, method, level)))
     return out
 
@@ -202,10 +203,6 @@ def nonempty(rows: Iterator[list[str]]) -> Iterator[list[str]] | None:
     """``rows`` as they were, or None when there are none (a generator cannot say so itself)."""
     first = next(rows, None)
     return None if first is None else itertools.chain([first], rows)
-
-
-def markdown_report(df: pd.DataFrame, problems: list[str]) -> str:
-    return "".join(markdown_parts(df, problems))
 
 
 def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:

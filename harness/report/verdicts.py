@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.claims import ClaimVerdict
+from harness.judging.claims import ClaimVerdict
 
 
 def verdicts(claims: str | list[dict[str, Any]] | None) -> list[ClaimVerdict]:

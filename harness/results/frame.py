@@ -10,10 +10,10 @@ from typing import Any
 
 import pandas as pd
 
-from harness.claims import claim_counts
-from harness.current_claims import current_verdicts
+from harness.judging.verdicts import claim_counts
+from harness.judging.current_claims import current_verdicts
 from harness.results.record import Record
-from harness.safe_text import DISPLAY_CHARS, shortened
+from harness.output.safe_text import DISPLAY_CHARS, shortened
 
 
 # Columns holding lists or dicts, which flat formats (CSV, Parquet) leave out.

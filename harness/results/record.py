@@ -12,16 +12,17 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.baseline_rule import CaseKey
-from harness.claims import POINT_ESTIMATE, ClaimVerdict
-from harness.verdicts import as_number
+from harness.judging.baseline_rule import CaseKey
+from harness.judging.claims import POINT_ESTIMATE, ClaimVerdict
+from harness.judging.verdicts import as_number
 from harness.hardware.identity import display, identity
 from harness.hardware.peaks import IMPOSSIBLE
 from harness.work_identity import comparable_version
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 
 SCHEMA_ID = "hpml-harness/record"
 SCHEMA_VERSION = 4
-STATUSES = ("ok", "failed", "skipped", "timeout")
+RUN_STATUSES = ("ok", "failed", "skipped", "timeout")
 
 
 @dataclass
@@ -93,7 +94,7 @@ class ProtocolInfo:
     unstable_cov: float
     allreduce_profiler: str = ""        # pmpi (C hook), python (wrapper) or "" (no MPI comm)
     allreduce_profiler_note: str = ""
-    confidence: float = 0.95            # two-sided level of the claims' intervals
+    confidence: float = DEFAULT_CONFIDENCE            # two-sided level of the claims' intervals
     until_decided: dict[str, Any] | None = None   # rounds, repeats, looks, per-look level, why it stopped
     launches: int = 1                   # worker launches asked for; > 1: intervals between launches
 
@@ -275,7 +276,7 @@ class Record:
         """The seconds to the workload's validation target (``seconds_to_target``: per repeat, or
         per seed where the workload reports seeds) as {mean, low, high (95 % t-interval), reached,
         runs}: the trainings that reached it of those that ran; None where the case reports none."""
-        from harness.intervals import Arm, mean_interval
+        from harness.judging.intervals import Arm, mean_interval
 
         by_seed = self.replicates.get("seconds_to_target")
         if by_seed:
@@ -411,7 +412,7 @@ def upgrade_v2(d: dict[str, Any]) -> dict[str, Any]:
     """A version-2 record's JSON as version 3: its verdicts read as they were judged, marked as
     judged on a point estimate (no interval, no level); no replicates."""
     out = dict(d, schema_version=3, replicates={})
-    out["protocol"] = dict(d["protocol"], confidence=0.95, until_decided=None)
+    out["protocol"] = dict(d["protocol"], confidence=DEFAULT_CONFIDENCE, until_decided=None)
     out["claims"] = [dict(c, interval=None, confidence=None, replicates=None, paired=None, evidence=None,
                           interval_method=POINT_ESTIMATE if c.get("status") in ("pass", "fail") else "")
                      for c in d.get("claims") or []]

@@ -17,7 +17,7 @@ from typing import Any
 from harness.hardware.fingerprint import usable_cpus
 from harness.results.record import Record
 from harness.results.store import MAX_LINE_BYTES, DuplicateIds, iter_records, parse_line, results_files
-from harness.safe_text import escaped_surrogates
+from harness.output.safe_text import escaped_surrogates
 
 CHUNK_BYTES = 16 * 2**20
 MAX_WORKERS = 8

@@ -21,7 +21,7 @@ from typing import Any
 from harness.errors import UsageError
 from harness.results.record import Record, upgrade
 from harness.results.schema import schema_errors, validate
-from harness.safe_text import escaped_surrogates, surrogate_paths
+from harness.output.safe_text import escaped_surrogates, surrogate_paths
 
 RESULTS_NAME = "results.jsonl"
 

@@ -48,7 +48,7 @@ def common() -> dict[str, Any]:
 
 def kernel_warning(arch: str | None, library: str) -> list[str]:
     """Warn when a library chose kernels below what the CPU can do (recorded with every number)."""
-    from harness.hardware.fingerprint import fingerprint
+    from harness import fingerprint
 
     flags = set(fingerprint()["cpu"]["flags"])
     if not arch:

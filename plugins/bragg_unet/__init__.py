@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from harness import Claim, Control, Param, Workload, hookimpl
-from harness.quality import quality_params
+from harness import quality_params
 
 PAPER = "Sullivan et al. Volumetric Segmentation of Bragg Peaks with a 3D U-Net. HPML 2019"
 
@@ -169,8 +169,8 @@ class BraggUnet(Workload):
         with ctx.phase("data"):   # and test boxes of its own, so the intervals carry their sampling too
             test = simulate(p["n_test"], p["box"], INSTRUMENTS["A"], [p["seed"], 1, ctx.repeat])
             b_test = simulate(p["n_test"], p["box"], INSTRUMENTS["B"], [p["seed"], 3, ctx.repeat])
-        from harness.mlperf_log import logs_location, training_log
-        from harness.quality import QualityRule, QualityTracker
+        from harness import logs_location, training_log
+        from harness import QualityRule, QualityTracker
 
         model = build(p["depth"], p["base"], seed).to(ctx.device)
         rule = QualityRule.from_params(p)

@@ -37,12 +37,12 @@ def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: 
           quality=None, validate=None, log=None) -> dict:
     """Adam on global batches of ``batch`` boxes; returns throughput, agreement and, when
     trained to quality, the stop's metrics. Without ``quality``: ``steps`` steps. With a
-    :class:`harness.quality.QualityTracker`: until it says stop (target, plateau or its
+    :class:`harness.QualityTracker`: until it says stop (target, plateau or its
     ``max_steps``), ``validate(model)`` giving the validation figure on rank 0 (BatchNorm's running
     statistics are per rank until the end), broadcast so that every rank stops at the same step;
     each plateau before the last divides the rate by 10, and the weights kept are those of the
     best validation figure (as Keras's EarlyStopping with restore_best_weights).
-    ``log``: a :class:`harness.mlperf_log.TrainingLog` for the evaluations."""
+    ``log``: a :class:`harness.TrainingLog` for the evaluations."""
     import torch
 
     from harness_plugins.bragg_unet.model import dice_bce_loss

@@ -72,7 +72,7 @@ class CnnScaling(Workload):
         Claim("allreduce_algorithms_optimal", ">=", 2, when=MODEL,
               paper_value="distinct collective schemes are optimal depending on message size",
               source="abstract: 'distinct collective communication schemes that are optimal depending on message "
-                     "size and network topology'; the paper's figures are not available (SPECS.md 4.3), so the "
+                     "size and network topology'; the paper's figures are not available (only its abstract is), so the "
                      "claim is the abstract's statement on the published CNNs' own gradient messages",
               description="distinct cheapest Allreduce algorithms over the layer gradient messages of the "
                           "networks at the largest node count (the model's per-layer choice; the record lists "

@@ -129,7 +129,7 @@ class EmailTransfer(Workload):
     def _log(self, ctx, n: int, s: int, steps: int):
         """The MLPerf log of one fine-tuning (n labels, seed s): its one evaluation is the test
         macro-F1 after the fixed epochs (the paper's protocol; no validation rows at these n)."""
-        from harness.mlperf_log import training_log
+        from harness import training_log
 
         p, st = ctx.params, ctx.state
         return training_log(ctx, self.name, f"fine_tune_n{n}_seed{s}", {
@@ -141,7 +141,7 @@ class EmailTransfer(Workload):
     def run(self, ctx) -> dict[str, Any]:
         import numpy as np
 
-        from harness.mlperf_log import logs_location
+        from harness import logs_location
         from sklearn.metrics import f1_score
 
         from harness_plugins.email_transfer.cached import fine_tune_top

@@ -159,8 +159,8 @@ class Kfac(Workload):
     def _train(self, ctx, s: int, lr: float, a: float | None) -> dict[str, Any]:
         """One training (seed ``s``, rate ``lr``, amplitude ``a``), its validation accuracy evaluated
         after every epoch into its MLPerf log and the time to ``quality_target``."""
-        from harness.mlperf_log import training_log
-        from harness.quality import QualityRule, QualityTracker
+        from harness import training_log
+        from harness import QualityRule, QualityTracker
         from harness_plugins.kfac.train import accuracy, step_count, train_once
 
         p, split = ctx.params, ctx.state["splits"][s]
@@ -211,7 +211,7 @@ class Kfac(Workload):
     def run(self, ctx) -> dict[str, Any]:
         import numpy as np
 
-        from harness.mlperf_log import logs_location
+        from harness import logs_location
 
         p, st = ctx.params, ctx.state
         amplitudes = p["smooth_a"] if p["smoothing"] == "smoothout" else [None]

@@ -132,7 +132,7 @@ class Roofline(Workload):
         """Measured over this machine's peak for the threads used (ctx.peaks: a profile's only
         when it is this SKU, else derived from its core and clock). A measurement above 1.05x
         the peak gives no fraction, only why the peak is wrong (peak_problem)."""
-        from harness.hardware.peaks import fraction_or_problem
+        from harness import fraction_or_problem
 
         ref = ctx.peaks or {}
         out: dict[str, Any] = {"peak_source": ref.get("how", "no peaks given")}

@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from harness import Claim, Control, QualityGuard, Param, Workload, hookimpl
-from harness.errors import UsageError
+from harness import UsageError
 from harness_plugins.tf_cnn.mathpath import ALIAS, MATH, VARIABLES
 from harness_plugins.tf_cnn.model import MODELS, NATIVE_SIZE
 
@@ -67,7 +67,7 @@ class TfCnn(Workload):
     throughput = ("images_per_s", "images/s")
     # The library claim is a timing ratio, and oneDNN's start-up choices vary from launch to launch
     # (2.10 [1.82, 2.48] in one launch, 1.65 [1.38, 1.92] over two): 3 launches of 2 repeats each,
-    # judged between launches (harness.launches), for about the time 5 repeats in one launch took.
+    # judged between launches (harness.judging.launches), for about the time 5 repeats in one launch took.
     default_repeats = 2
     default_launches = 3
     default_warmup = 0     # setup already ran (and traced) the first step
@@ -142,7 +142,7 @@ class TfCnn(Workload):
 
         import numpy as np
 
-        from harness.mlperf_log import logs_location, training_log
+        from harness import logs_location, training_log
         from harness_plugins.tf_cnn.train import sampled_batches, train
 
         p, st = ctx.params, ctx.state

@@ -7,7 +7,8 @@ import pathlib
 import pytest
 
 from harness.commands.common import UsageParser
-from harness.commands.run import register, request_from_args
+from harness.commands.options import request_from_args
+from harness.commands.run import register
 from harness.errors import UsageError
 from harness.launch.launcher import Launcher
 from harness.registry import build_registry

@@ -6,7 +6,7 @@ the record's, until every claim is decided or the time budget (shared by the who
 
 Looking at the data after every round and stopping once it decides would inflate false passes if
 every look used the nominal level. So every look of an until-decided case uses the level
-:func:`harness.intervals.per_look_confidence` gives for the number of looks its plan allows
+:func:`harness.judging.intervals.per_look_confidence` gives for the number of looks its plan allows
 (Bonferroni over the looks): with 5 repeats doubling to at most 20 there are three looks, each
 at 98.3 % for a nominal 95 %, and the chance of any false decision over them stays within 5 %.
 A round never outlives the budget: its timeout is what remains of it (a round cut short is
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UsageError
-from harness.intervals import per_look_confidence
+from harness.judging.intervals import DEFAULT_CONFIDENCE, per_look_confidence
 from harness.plan import Case
 from harness.protocol.stats import summarize
 from harness.results.record import Record, Stats
@@ -58,7 +58,7 @@ class Budget:
 
     max_repeats: int = DEFAULT_MAX_REPEATS
     seconds: float = DEFAULT_BUDGET_S
-    confidence: float = 0.95          # the nominal level asked for
+    confidence: float = DEFAULT_CONFIDENCE   # the nominal level asked for
     spent_s: float = 0.0
 
     @property

@@ -1,6 +1,6 @@
 """Claims that can fail, shown: plan and judge the control case of every claim.
 
-A claim's :class:`~harness.claims.Control` names a case (params on top of a size of the
+A claim's :class:`~harness.judging.claims.Control` names a case (params on top of a size of the
 workload) under which the claim must come out ``fail``. ``harness controls`` runs each control
 case (and, for a relative claim, its baseline case) through the ordinary protocol, then judges
 the claim on it with :meth:`Claim.evaluate_control`. A claim that passes under its own control
@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.judging import record_evidence
-from harness.claims import Claim, ControlOutcome
-from harness.intervals import DEFAULT_CONFIDENCE
+from harness.judging.case import record_evidence
+from harness.judging.claims import Claim, ControlOutcome
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 from harness.errors import UsageError
-from harness.baseline_rule import baseline_of
+from harness.judging.baseline_rule import baseline_of
 from harness.plan import Case, check_params, default_threads
 from harness.registry import Registry
 from harness.results.record import ControlRole, Record

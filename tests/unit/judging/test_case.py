@@ -1,4 +1,4 @@
-"""harness/judging.py in-process: the run index (a case against its baseline), the time-sliced
+"""harness/judging/case.py in-process: the run index (a case against its baseline), the time-sliced
 downgrade and the evidence a claim is judged on."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from conftest import make_record
 from harness import Claim
-from harness.judging import RunIndex, judge_claims, record_evidence
+from harness.judging.case import RunIndex, judge_claims, record_evidence
 from harness.plan import Case
 from harness.results.record import LaunchInfo, WorkloadInfo
 

@@ -3,10 +3,10 @@
 The evidence a claim is judged on (:func:`evidence`: per metric, the replicates the workload's
 ``variation`` declares), the index of a run's ok records that relative claims and premises are
 judged against (:class:`RunIndex`; which record is a case's baseline is
-:mod:`harness.baseline_rule`'s rule), how each baseline ran, and the downgrade of a time-sliced
+:mod:`harness.judging.baseline_rule`'s rule), how each baseline ran, and the downgrade of a time-sliced
 case (:func:`judge_claims`). The rules that turn replicates into a verdict (the interval a
 claim's kind needs, pass / fail / inconclusive, rejudging at another level) are
-:mod:`harness.verdicts`, which knows nothing of cases or runs; :mod:`harness.claims` keeps what
+:mod:`harness.judging.verdicts`, which knows nothing of cases or runs; :mod:`harness.judging.claims` keeps what
 a plugin author writes and reads: Claim, Control, Premise, QualityGuard and the verdict type.
 
 A relative claim (``relative_to={"msf": 1}``) compares a case with the case that differs only in
@@ -19,11 +19,11 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from harness.baseline_rule import baseline_of, is_baseline_for
-from harness.claims import Claim, ClaimVerdict, Premise
-from harness.intervals import DEFAULT_CONFIDENCE, Arm
+from harness.judging.baseline_rule import baseline_of, is_baseline_for
+from harness.judging.claims import Claim, ClaimVerdict, Premise
+from harness.judging.intervals import DEFAULT_CONFIDENCE, Arm
 from harness.results.record import Record
-from harness.verdicts import NotANumber, as_number, not_a_number
+from harness.judging.verdicts import NotANumber, as_number, not_a_number
 
 if TYPE_CHECKING:
     from harness.plan import Case
@@ -83,7 +83,7 @@ class RunIndex:
 
     def baseline_record(self, case: Case, relative_to: dict[str, Any], cores: str = "equal") -> Record | None:
         """The latest ok record that is ``case``'s baseline under ``relative_to`` (the rule of
-        :mod:`harness.baseline_rule`, which planning uses too)."""
+        :mod:`harness.judging.baseline_rule`, which planning uses too)."""
         key = case.key
         return next((rec for rec in reversed(self._ok) if is_baseline_for(rec.key, key, relative_to, cores)), None)
 

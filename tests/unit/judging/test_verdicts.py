@@ -1,11 +1,11 @@
-"""harness/verdicts.py in-process: a verdict from where the interval lies, at any level."""
+"""harness/judging/verdicts.py in-process: a verdict from where the interval lies, at any level."""
 from __future__ import annotations
 
 import pytest
 
 from harness import Claim
-from harness.intervals import Arm, Interval
-from harness.verdicts import MIN_EQUAL_N, as_arm, decide, judge_arms, rejudge
+from harness.judging.intervals import Arm, Interval
+from harness.judging.verdicts import MIN_EQUAL_N, as_arm, decide, judge_arms, rejudge
 
 
 def test_decide_needs_the_whole_interval_on_one_side() -> None:

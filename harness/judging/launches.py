@@ -6,14 +6,14 @@ launch-to-launch variation a person rerunning the case would see (tf_cnn's oneDN
 2.10 [1.82, 2.48] in one launch and 1.65 [1.38, 1.92] as two launches). Here every launch is a
 fresh worker running the case's ``repeats``; the samples join the record with the launch each
 came from (``sample_launches``), and with ``protocol.launches`` > 1 the claims' intervals on
-repeated figures are hierarchical (:func:`harness.intervals.mean_spread`).
+repeated figures are hierarchical (:func:`harness.judging.intervals.mean_spread`).
 """
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 
-from harness.until_decided import merge_round
+from harness.judging.until_decided import merge_round
 from harness.plan import Case
 from harness.results.record import Record
 

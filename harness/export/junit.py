@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.atomic import write_atomic
+from harness.output.atomic import write_atomic
 from harness.check import CaseCheck
-from harness.claims import ControlOutcome
+from harness.judging.claims import ControlOutcome
 from harness.errors import UsageError
 from harness.report.claim_text import interval_source, measured_text
 

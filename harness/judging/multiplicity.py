@@ -12,7 +12,7 @@ verdict, the verdict after a correction over the family (the claims of one run):
 - ``none``: the verdicts as judged.
 
 A claim's p-value here is the smallest 1 - level at which its own replicates decide it (its
-interval, bisected over levels with :func:`harness.claims.rejudge`; a claim its own level does
+interval, bisected over levels with :func:`harness.judging.verdicts.rejudge`; a claim its own level does
 not decide counts with p = 1, since no correction can decide it): the procedures need one per
 claim, and an interval verdict has one exactly. Verdicts that keep no replicates (records from
 before schema 3) cannot be judged again: they are left out of the family and marked so.
@@ -22,8 +22,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from harness.claims import ClaimVerdict
-from harness.verdicts import rejudge
+from harness.judging.claims import ClaimVerdict
+from harness.judging.verdicts import rejudge
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 
 CORRECTIONS = ("holm", "bh", "none")
 DEFAULT_CORRECTION = "holm"
@@ -32,7 +33,7 @@ JUDGED = ("pass", "fail", "inconclusive")
 NOT_CORRECTED = "not corrected (no replicates kept)"
 
 
-def decision_p(verdict: ClaimVerdict, confidence: float = 0.95) -> float | None:
+def decision_p(verdict: ClaimVerdict, confidence: float = DEFAULT_CONFIDENCE) -> float | None:
     """The smallest 1 - level at which the verdict's replicates decide its claim; 1.0 when its
     own level (``confidence``) does not decide it (no correction can then decide it, so its
     exact value does not matter); None when it keeps no replicates to judge again."""
@@ -53,7 +54,7 @@ def decision_p(verdict: ClaimVerdict, confidence: float = 0.95) -> float | None:
 
 
 def corrected_statuses(verdicts: Sequence[ClaimVerdict], method: str = DEFAULT_CORRECTION,
-                       confidence: float = 0.95) -> list[str]:
+                       confidence: float = DEFAULT_CONFIDENCE) -> list[str]:
     """Each verdict's status after ``method`` over all of them (one family): a decided verdict
     either stays or becomes 'inconclusive'; verdicts that cannot be judged again are
     :data:`NOT_CORRECTED`; claims not judged keep their status."""
@@ -75,13 +76,20 @@ def corrected_statuses(verdicts: Sequence[ClaimVerdict], method: str = DEFAULT_C
             if p > alpha / (m - rank):
                 break
             kept.add(i)
-    else:   # bh: every claim up to the largest rank k with p_(k) <= k alpha / m
-        largest = max((rank for rank, (p, _) in enumerate(family, 1) if p <= rank * alpha / m), default=0)
-        kept = {i for _, i in family[:largest]}
+    else:   # bh: every claim whose adjusted p is within alpha (the step-up rule)
+        kept = {i for (_, i), q in zip(family, benjamini_hochberg([p for p, _ in family])) if q <= alpha}
     for _, i in family:
         if out[i] in ("pass", "fail") and i not in kept:
             out[i] = "inconclusive"
     return out
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (reject where adjusted <= the false-discovery rate)."""
+    from scipy import stats
+    if not len(p_values):
+        return []
+    return [float(p) for p in stats.false_discovery_control(list(p_values), method="bh")]
 
 
 def summary(before: Sequence[str], after: Sequence[str], method: str) -> str:

@@ -328,14 +328,6 @@ def ratio_of_medians(new: Sequence[float], old: Sequence[float], confidence: flo
     return est, math.nan, math.nan
 
 
-def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
-    """Benjamini-Hochberg adjusted p-values (reject where adjusted <= the false-discovery rate)."""
-    from scipy import stats
-    if not len(p_values):
-        return []
-    return [float(p) for p in stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")]
-
-
 def mann_whitney_min_p(n1: int, n2: int) -> float:
     """The smallest two-sided p-value an exact Mann-Whitney U test can give at these counts (no
     ties): 2 / C(n1 + n2, n1). With 4 vs 4 repeats it is 0.029, so after a correction over more

@@ -2,7 +2,7 @@
 
 A claim is ``metric comparison threshold`` on a case's metrics, optionally relative to a
 baseline case of the same run. A verdict is only as good as its interval: every evaluated claim
-gets a two-sided confidence interval (:mod:`harness.intervals`) from the metric's replicates, and
+gets a two-sided confidence interval (:mod:`harness.judging.intervals`) from the metric's replicates, and
 is ``pass`` when the whole interval satisfies the comparison, ``fail`` when the whole interval
 violates it, ``inconclusive`` otherwise (``not_evaluated`` and ``not_applicable`` when it cannot be
 or need not be judged). The status is set where it is decided, never inferred from text; the
@@ -19,14 +19,18 @@ A claim should name a :class:`Control`: a case under which it must come out ``fa
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.baseline_rule import is_baseline
-from harness.intervals import DEFAULT_CONFIDENCE
-from harness.verdicts import (COMPARISONS, MIN_EQUAL_N, RELATIVE_TRANSFORMS, STATUSES, NotANumber, Status, as_arm,
-                              judge_arms, not_at_quality)
+from harness.judging.baseline_rule import is_baseline
+from harness.judging.intervals import DEFAULT_CONFIDENCE
+from harness.judging.verdicts import (COMPARISONS, MIN_EQUAL_N, RELATIVE_TRANSFORMS, ClaimVerdict, NotANumber, Status, as_arm,
+                                      claim_text, judge_arms, not_at_quality)
+# ClaimVerdict and claim_text are defined with their rules in verdicts.py (claims -> verdicts, no
+# circle) and importable from here, beside the claims they judge.
+__all__ = ["CONTROL_KINDS", "CORE_RULES", "KINDS", "POINT_ESTIMATE", "Claim", "ClaimVerdict", "Control",
+           "ControlOutcome", "Premise", "QualityGuard", "claim_text"]
 
 KINDS = ("continuous", "proportion", "bounded")
 CONTROL_KINDS = ("ablation", "sanity")
@@ -142,7 +146,7 @@ class Claim:
     is ``premise_absent``.
     ``at_quality``: the figure is a trained network's, and means something only where every
     training of the case (and of its baseline) stopped at its quality target or a plateau
-    (:mod:`harness.quality`); where one hit its step budget first, the verdict is ``inconclusive``.
+    (:mod:`harness.judging.quality`); where one hit its step budget first, the verdict is ``inconclusive``.
     ``guard``: for a relative speed claim, the :class:`QualityGuard` that both arms reached the
     same quality; where the case's is lower, a pass becomes ``inconclusive``.
     ``cores``: how a baseline at another rank count (``relative_to={"ranks": 1}``) is threaded:
@@ -215,7 +219,7 @@ class Claim:
                  confidence: float = DEFAULT_CONFIDENCE) -> ClaimVerdict:
         """The verdict on one case; a missing figure is ``not_evaluated``, never a pass.
 
-        ``evidence`` maps metric names to :class:`~harness.intervals.Arm` replicates (a list of
+        ``evidence`` maps metric names to :class:`~harness.judging.intervals.Arm` replicates (a list of
         numbers or one number also do: replicates over repeats, or a single one); ``params``
         include ``ranks`` and ``threads``; ``baseline`` is the baseline case's evidence, for a
         relative claim (None: not found in this run)."""
@@ -265,91 +269,6 @@ class Claim:
             status=status, reason=reason, has_control=self.control is not None, kind=self.kind,
             bounds=list(self.bounds) if self.bounds else None, min_equal_n=self.min_equal_n,
             premise=self.premise.to_json() if self.premise else None, at_quality=self.at_quality)
-
-
-def claim_text(metric: str, comparison: str, threshold: float, transform: str | None,
-               relative_to: dict[str, Any] | None) -> str:
-    if transform:
-        spec = ", ".join(f"{k}={v}" for k, v in (relative_to or {}).items())
-        return f"{transform} of {metric} vs {spec} {comparison} {threshold:g}"
-    return f"{metric} {comparison} {threshold:g}"
-
-
-@dataclass
-class ClaimVerdict:
-    """One claim judged on one case, as the record keeps it."""
-
-    metric: str
-    comparison: str
-    threshold: float
-    status: Status
-    reason: str = ""
-    measured: float | None = None         # the point estimate the interval is about
-    value: float | None = None            # the case's own figure, for a relative claim
-    baseline_value: float | None = None   # the baseline case's figure, for a relative claim
-    standard_error: float | None = None   # of measured, for an absolute claim with 2+ replicates
-    interval: list[float | None] | None = None   # [low, high] of measured; None side: unbounded
-    interval_method: str = ""             # how the interval was made, in words
-    confidence: float | None = None       # its two-sided level (0.95)
-    replicates: int | None = None         # replicates behind the case's figure
-    baseline_replicates: int | None = None
-    paired: bool | None = None            # relative claims: paired over shared seeds or not
-    evidence: dict[str, Any] | None = None  # the replicate values judged (see rejudge)
-    paper_value: float | str | None = None
-    source: str = ""
-    description: str = ""
-    relative_to: dict[str, Any] | None = None
-    transform: str | None = None
-    when: dict[str, list[Any]] | None = None
-    has_control: bool = False             # False: the plugin declared no control for this claim
-    control: dict[str, Any] | None = None  # set on the verdict of a control run
-    kind: str = "continuous"              # the inference the figure gets (KINDS)
-    bounds: list[float] | None = None     # a bounded figure's [low, high]
-    min_equal_n: int | None = None        # all-equal replicates decide only from this many
-    premise: dict[str, Any] | None = None  # what the claim rests on (Premise.to_json)
-    premise_verdict: dict[str, Any] | None = None  # the premise as judged in this run, when it did not hold
-    at_quality: bool = False              # judged only where every training reached quality
-    not_at_quality: str | None = None     # why not, where one stopped at its budget (then inconclusive)
-    quality_guard: dict[str, Any] | None = None  # QualityGuard.judge: did both arms reach the same quality
-    baseline_launch: dict[str, Any] | None = None  # how the baseline ran: ranks, threads, cores, the rule
-
-    @property
-    def passed(self) -> bool | None:
-        """True/False when evaluated, None otherwise (the version-1 field)."""
-        return {"pass": True, "fail": False}.get(self.status)
-
-    @property
-    def text(self) -> str:
-        return claim_text(self.metric, self.comparison, self.threshold, self.transform, self.relative_to)
-
-    def to_json(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["passed"] = self.passed
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ClaimVerdict:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
-
-
-def claim_counts(verdicts: Iterable[ClaimVerdict]) -> dict[Status, int]:
-    counts: dict[Status, int] = {s: 0 for s in STATUSES}
-    for v in verdicts:
-        counts[v.status] += 1
-    return counts
-
-
-def summarize_claims(verdicts: Iterable[ClaimVerdict]) -> str:
-    """One line for tables and progress: ``2 pass, 1 fail, 1 inconclusive`` ('' when none)."""
-    return counts_text(claim_counts(verdicts))
-
-
-def counts_text(counts: Mapping[str, int]) -> str:
-    """``2 pass, 1 fail, 3 not applicable`` from verdict counts by status ('' when all are 0)."""
-    names = {"pass": "pass", "fail": "fail", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
-             "not_applicable": "not applicable", "premise_absent": "premise absent"}
-    return ", ".join(f"{counts[s]} {names[s]}" for s in names if counts.get(s))
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Which case is a case's baseline: one rule, for planning (a baseline runs before the cases
 judged against it, :mod:`harness.plan`) and for judging (the baseline's record is found in the
-run, :mod:`harness.judging`).
+run, :mod:`harness.judging.case`).
 
 A case is named by its :class:`CaseKey` (workload, size, params, requested backend, ranks,
 threads), which a planned ``Case`` and a stored ``Record`` both give (``.key``), so the rule

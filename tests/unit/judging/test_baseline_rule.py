@@ -1,7 +1,7 @@
-"""harness/baseline_rule.py: which case is a case's baseline, one rule for plan and judging."""
+"""harness/judging/baseline_rule.py: which case is a case's baseline, one rule for plan and judging."""
 from __future__ import annotations
 
-from harness.baseline_rule import CaseKey, baseline_of, is_baseline, is_baseline_for
+from harness.judging.baseline_rule import CaseKey, baseline_of, is_baseline, is_baseline_for
 
 
 def _key(ranks: int = 2, threads: int = 1, **params) -> CaseKey:

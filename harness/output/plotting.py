@@ -29,7 +29,7 @@ def plain_log_ticks(ax: Any) -> None:
 
 def save_figure(fig: Any, path: pathlib.Path | str, dpi: int = 100) -> pathlib.Path:
     """Lay out, write (whole or not at all) and close ``fig``; returns the path written."""
-    from harness.atomic import write_atomic
+    from harness.output.atomic import write_atomic
 
     path = pathlib.Path(path)
     try:

@@ -1,32 +1,29 @@
 """From replicates to a verdict: the interval a claim's kind needs and where it lies.
 
-A figure's replicates (an :class:`~harness.intervals.Arm`, and its baseline's for a relative
+A figure's replicates (an :class:`~harness.judging.intervals.Arm`, and its baseline's for a relative
 claim) give an interval at the asked level: a t-interval on a mean, a paired or Welch
 t-interval on a difference, Fieller's on a ratio, Wilson's on a share of successes, clipped to
 a bounded figure's range. The verdict is ``pass`` when the whole interval satisfies the claim's
 comparison, ``fail`` when the whole interval violates it, ``inconclusive`` otherwise (also when
 all replicates are equal and fewer than ``min_equal_n``, or a training behind the figure was
 not at quality). :func:`rejudge` does it again at another level from the replicates a verdict
-keeps. These rules know nothing of cases or runs (that is :mod:`harness.judging`), so
-:class:`harness.claims.Claim` can judge evidence directly.
+keeps. These rules know nothing of cases or runs (that is :mod:`harness.judging.case`), so
+:class:`harness.judging.claims.Claim` can judge evidence directly.
 """
 from __future__ import annotations
 
 import math
 import operator
 import statistics
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
-from harness.intervals import (Arm, Interval, difference_interval, level_text, mean_interval, proportion_interval,
+from harness.judging.intervals import (Arm, Interval, difference_interval, level_text, mean_interval, proportion_interval,
                                ratio_interval, successes)
 
-if TYPE_CHECKING:
-    from harness.claims import ClaimVerdict
-
 Status = Literal["pass", "fail", "inconclusive", "not_evaluated", "not_applicable", "premise_absent"]
-STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated", "not_applicable",
+VERDICTS: tuple[Status, ...] = ("pass", "fail", "inconclusive", "not_evaluated", "not_applicable",
                                 "premise_absent")
 # Replicates that are all equal give a zero-width interval: it decides only from this many. Why 5:
 # 5 equal outcomes of 5 bound the share of runs that would come out otherwise below 45 % (one-sided
@@ -48,6 +45,91 @@ RELATIVE_TRANSFORMS = {
     "ratio": lambda value, base: value / base,
     "difference": lambda value, base: value - base,        # -0.01 = one point below the baseline
 }
+
+
+def claim_text(metric: str, comparison: str, threshold: float, transform: str | None,
+               relative_to: dict[str, Any] | None) -> str:
+    if transform:
+        spec = ", ".join(f"{k}={v}" for k, v in (relative_to or {}).items())
+        return f"{transform} of {metric} vs {spec} {comparison} {threshold:g}"
+    return f"{metric} {comparison} {threshold:g}"
+
+
+@dataclass
+class ClaimVerdict:
+    """One claim judged on one case, as the record keeps it."""
+
+    metric: str
+    comparison: str
+    threshold: float
+    status: Status
+    reason: str = ""
+    measured: float | None = None         # the point estimate the interval is about
+    value: float | None = None            # the case's own figure, for a relative claim
+    baseline_value: float | None = None   # the baseline case's figure, for a relative claim
+    standard_error: float | None = None   # of measured, for an absolute claim with 2+ replicates
+    interval: list[float | None] | None = None   # [low, high] of measured; None side: unbounded
+    interval_method: str = ""             # how the interval was made, in words
+    confidence: float | None = None       # its two-sided level (DEFAULT_CONFIDENCE unless asked)
+    replicates: int | None = None         # replicates behind the case's figure
+    baseline_replicates: int | None = None
+    paired: bool | None = None            # relative claims: paired over shared seeds or not
+    evidence: dict[str, Any] | None = None  # the replicate values judged (see rejudge)
+    paper_value: float | str | None = None
+    source: str = ""
+    description: str = ""
+    relative_to: dict[str, Any] | None = None
+    transform: str | None = None
+    when: dict[str, list[Any]] | None = None
+    has_control: bool = False             # False: the plugin declared no control for this claim
+    control: dict[str, Any] | None = None  # set on the verdict of a control run
+    kind: str = "continuous"              # the inference the figure gets (KINDS)
+    bounds: list[float] | None = None     # a bounded figure's [low, high]
+    min_equal_n: int | None = None        # all-equal replicates decide only from this many
+    premise: dict[str, Any] | None = None  # what the claim rests on (Premise.to_json)
+    premise_verdict: dict[str, Any] | None = None  # the premise as judged in this run, when it did not hold
+    at_quality: bool = False              # judged only where every training reached quality
+    not_at_quality: str | None = None     # why not, where one stopped at its budget (then inconclusive)
+    quality_guard: dict[str, Any] | None = None  # QualityGuard.judge: did both arms reach the same quality
+    baseline_launch: dict[str, Any] | None = None  # how the baseline ran: ranks, threads, cores, the rule
+
+    @property
+    def passed(self) -> bool | None:
+        """True/False when evaluated, None otherwise (the version-1 field)."""
+        return {"pass": True, "fail": False}.get(self.status)
+
+    @property
+    def text(self) -> str:
+        return claim_text(self.metric, self.comparison, self.threshold, self.transform, self.relative_to)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["passed"] = self.passed
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClaimVerdict:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def claim_counts(verdicts: Iterable[ClaimVerdict]) -> dict[Status, int]:
+    counts: dict[Status, int] = {s: 0 for s in VERDICTS}
+    for v in verdicts:
+        counts[v.status] += 1
+    return counts
+
+
+def summarize_claims(verdicts: Iterable[ClaimVerdict]) -> str:
+    """One line for tables and progress: ``2 pass, 1 fail, 1 inconclusive`` ('' when none)."""
+    return counts_text(claim_counts(verdicts))
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """``2 pass, 1 fail, 3 not applicable`` from verdict counts by status ('' when all are 0)."""
+    names = {"pass": "pass", "fail": "fail", "inconclusive": "inconclusive", "not_evaluated": "not evaluated",
+             "not_applicable": "not applicable", "premise_absent": "premise absent"}
+    return ", ".join(f"{counts[s]} {names[s]}" for s in names if counts.get(s))
 
 
 def as_arm(value: Any) -> Arm | None:
@@ -123,7 +205,7 @@ def decide(interval: Interval, comparison: str, threshold: float) -> Status:
 def not_at_quality(evidence: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> str | None:
     """Why a trained figure is not at quality (a training of the case or of its baseline stopped
     at its step budget, or the case did not say), or None when every training reached it."""
-    from harness.quality import REACHED_QUALITY
+    from harness.judging.quality import REACHED_QUALITY
 
     problems = []
     for whose, found in (("the case's", evidence), ("the baseline's", baseline)):

@@ -11,8 +11,8 @@ A workload opens a :class:`TrainingLog` per training with :func:`training_log`; 
 case are in ``<artifacts>/mlperf/`` beside its record (the record's ``mlperf_logs`` metric says
 where). Rank 0 writes; other ranks and warm-up repeats get a log that writes nothing.
 :func:`check` runs mlperf-logging's compliance checker with the harness's rulesets
-(``harness/mlperf_rules/``: ``common.yaml``, which enqueues ``<workload>.yaml``), as
-``python -m mlperf_logging.compliance_checker --config "$PWD/harness/mlperf_rules/common.yaml" LOG``
+(``harness/protocol/mlperf_rules/``: ``common.yaml``, which enqueues ``<workload>.yaml``), as
+``python -m mlperf_logging.compliance_checker --config "$PWD/harness/protocol/mlperf_rules/common.yaml" LOG``
 (the checker needs the absolute path)
 does on the command line.
 """
@@ -23,7 +23,7 @@ import pathlib
 import platform
 from typing import Any
 
-from harness.safe_text import one_line
+from harness.output.safe_text import one_line
 
 RULES_DIR = pathlib.Path(__file__).with_name("mlperf_rules")
 RULESET = "6.1.0"          # the log format mlperf-logging parses (its parser of that rules version)

@@ -14,9 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.claims import Claim, ClaimVerdict
-from harness.intervals import DEFAULT_CONFIDENCE
-from harness.verdicts import rejudge
+from harness.judging.claims import Claim, ClaimVerdict
+from harness.judging.intervals import DEFAULT_CONFIDENCE
+from harness.judging.verdicts import rejudge
 
 if TYPE_CHECKING:
     from harness.results.record import Record
@@ -77,7 +77,7 @@ def judged_now(stored: list[ClaimVerdict], claims: list[Claim], params: dict[str
 
 def current_verdicts(record: Record, claims_now: Mapping[str, tuple[str, list[Any]]] | None) -> list[Any]:
     """The record's verdicts under the claims its workload declares now ({workload: (its current
-    work version, claims)}; harness.current_claims), for an ok measurement of the current
+    work version, claims)}; harness.judging.current_claims), for an ok measurement of the current
     protocol version; else the record's own."""
     current = (claims_now or {}).get(record.workload.name)
     if current is None or record.control is not None or not record.ok or current[0] != record.work_version:

@@ -23,11 +23,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from harness import __version__, strict_json
+from harness import __version__
+from harness.output import strict_json
 from harness.check import Reference, widened
 from harness.plan import Case
 from harness.registry import Registry
 from harness.work_identity import current_work_version
+from harness.judging.intervals import DEFAULT_CONFIDENCE
 
 TESTS_NAME = "harness_cases.py"
 LOCAL_CONFIG = "reframe_local.py"
@@ -74,7 +76,7 @@ def reference_values(reference: Reference, case: Case, version: str, metric: str
     within = max([r.stats.ci95[1] / r.stats.median - 1.0 for r in runs if r.stats and r.stats.median] or [0.0])
     # and how the capture's runs differ from one another (a new run differs by that much too)
     _, _, high = widened(1.0, 1.0 / (1.0 + max(within, 1e-9)), 1.0 + max(within, 1e-9),
-                         [statistics.median(r.samples) for r in runs], 0.95)
+                         [statistics.median(r.samples) for r in runs], DEFAULT_CONFIDENCE)
     spread = high - 1.0
     figures = [float(v) for r in runs for v in (r.metric_samples.get(metric) or []) if isinstance(v, (int, float))] \
         if metric else []
