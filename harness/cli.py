@@ -6,14 +6,14 @@ import signal
 import sys
 
 from harness import __version__
-from harness.commands import (capture, check, compare, controls, export_asv, export_reframe, history, info, list_,
-                              lock, report, run, show, submit)
+from harness.commands import (capture, check, compare, controls, export_asv, export_reframe, export_thicket, history,
+                              info, list_, lock, report, run, show, submit)
 from harness.commands.common import UsageParser
 from harness.errors import Interrupted, UsageError, check_interrupted, raise_interrupted
 from harness.output.safe_text import visible
 
 VERBS = (run, submit, controls, check, capture, list_, info, show, report, compare, history, export_asv,
-         export_reframe, lock)
+         export_reframe, export_thicket, lock)
 
 
 def build_parser() -> argparse.ArgumentParser:
