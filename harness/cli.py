@@ -7,13 +7,13 @@ import sys
 
 from harness import __version__
 from harness.commands import (capture, check, compare, controls, export_asv, export_reframe, export_thicket, history,
-                              info, list_, lock, report, run, show, submit)
+                              info, list_, lock, model, report, run, show, submit)
 from harness.commands.common import UsageParser
 from harness.errors import Interrupted, UsageError, check_interrupted, raise_interrupted
 from harness.output.safe_text import visible
 
 VERBS = (run, submit, controls, check, capture, list_, info, show, report, compare, history, export_asv,
-         export_reframe, export_thicket, lock)
+         export_reframe, export_thicket, model, lock)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -55,7 +55,7 @@ def analysis_python() -> str:
     if given:
         return given
     try:
-        import thicket  # noqa: F401
+        import thicket  # noqa: F401 - is Thicket importable here
     except ImportError:
         pytest.skip("Thicket is not installed here: pip install 'hpml-harness[analysis]' in an environment of "
                     "its own and set HARNESS_ANALYSIS_PYTHON to its python (.ci/run does)")
@@ -125,3 +125,77 @@ def test_bad_input_is_exit_2_and_writes_nothing(harness_cli, tmp_path) -> None:
     assert r.returncode == 2 and "is a file" in r.stderr
     r = harness_cli("export-thicket", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "t"))
     assert r.returncode == 2 and not (tmp_path / "t").exists()
+
+
+# Extra-P's own Python API over the JSON Lines `harness model --out` wrote: the same fit.
+FIT = r"""
+import glob, json, sys
+from extrap.entities.measurement import Measure
+from extrap.fileio.file_reader.jsonlines_file_reader import read_jsonlines_file
+from extrap.modelers.model_generator import ModelGenerator
+from extrap.util.string_formats import FunctionFormats
+out = {}
+for path in sorted(glob.glob(sys.argv[1] + "/*.jsonl")):
+    experiment = read_jsonlines_file(path)
+    generator = ModelGenerator(experiment, modeler="default", use_measure=Measure.MEDIAN)
+    setattr(generator.modeler, "allow_negative_exponents", True)
+    generator.model_all()
+    for (callpath, metric), model in generator.models.items():
+        out[f"{callpath.name}|{metric.name}"] = model.hypothesis.function.to_string(
+            *experiment.parameters, format=FunctionFormats.PYTHON)
+print(json.dumps(out))
+"""
+
+
+def extrap_command() -> str:
+    import shutil
+
+    found = os.environ.get("HARNESS_EXTRAP") or shutil.which("extrap")
+    if not found:
+        pytest.skip("Extra-P is not installed here: pip install extrap in an environment of its own and set "
+                    "HARNESS_EXTRAP to its extrap command (.ci/run does)")
+    return found
+
+
+@pytest.mark.mpi
+def test_model_fits_sweeps_with_extrap_warns_below_five_by_five_and_extrap_reads_the_export(harness_cli, tmp_path) -> None:
+    extrap = extrap_command()
+    sweep = tmp_path / "sweep"
+    r = harness_cli("run", "--workload", "roofline", "--size", "smoke", "--param", "triad_mib=4,8,16,32,64",
+                    "--param", "gemm_sizes=64", "--param", "dtypes=fp64", "--param", "gemm_reps=1", "--repeats", "5",
+                    "--out", str(sweep))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = harness_cli("run", "--workload", "dpmm", "--size", "smoke", "--ranks", "1,2", "--threads", "1", "--repeats", "3",
+                    "--out", str(sweep))
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    env = {"COLUMNS": "400", "HARNESS_EXTRAP": extrap}
+    jl = tmp_path / "jl"
+    size = harness_cli("model", str(sweep), "--x", "triad_mib", "--predict", "1024", "--out", str(jl), env=env)
+    assert size.returncode == 0, size.stdout + size.stderr
+    (line,) = [ln for ln in size.stdout.splitlines() if "│ roofline " in ln and "│ time " in ln]
+    cells = [c.strip() for c in line.split("│")[1:-1]]
+    formula, smape, ar2, shape, predicted = cells[3], float(cells[4]), float(cells[5]), cells[6], float(cells[7])
+    assert "triad_mib" in formula and 0 <= smape < 200 and ar2 <= 1 and shape == "5 x 5" and predicted > 0
+    assert "below Extra-P's" not in size.stderr                        # 5 points x 5 repetitions
+    ranks = harness_cli("model", str(sweep), "--x", "ranks", env=env)
+    assert ranks.returncode == 0, ranks.stdout + ranks.stderr
+    assert "dpmm" in ranks.stdout and "ranks" in ranks.stdout
+    assert "2 x 3 (points x repetitions) is below Extra-P's 5 x 5" in ranks.stderr
+    # the JSON Lines kept are Extra-P's own input: its reader and modeller give the same formula
+    proc = subprocess.run([str(pathlib.Path(extrap).with_name("python")), "-c", FIT, str(jl)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["roofline|time"] == formula
+    # without Extra-P: exit 2 saying how to get it
+    missing = harness_cli("model", str(sweep), "--x", "ranks", "--extrap", str(tmp_path / "no-extrap"))
+    assert missing.returncode == 2 and "pipx install extrap" in missing.stderr
+
+
+def test_the_model_formula_evaluator_takes_arithmetic_and_refuses_code() -> None:
+    from harness.export.extrap import evaluate
+
+    assert evaluate("0.12+9.9*p**(-1)", "p", 4) == pytest.approx(0.12 + 9.9 / 4)
+    assert evaluate("1.5*log2(p)**(1)*p**(1/2)", "p", 16) == pytest.approx(1.5 * 4 * 4)
+    for bad in ("__import__('os').system('true')", "p.real", "open('x')", "[p]"):
+        with pytest.raises(ValueError, match="not a model formula"):
+            evaluate(bad, "p", 2)

@@ -107,3 +107,39 @@ def load_reference(path: str) -> Reference:
         raise UsageError(f"--reference {path}: holds no ok record with usable samples"
                          + (f" ({why})" if why else "") + "; give a capture or results folder of a run that completed")
     return reference
+
+
+def add_records_options(p: argparse.ArgumentParser, out_help: str, out_required: bool = False) -> None:
+    """RESULTS..., --workload and --out DIR of the verbs that read records and write a folder
+    (export-thicket, model)."""
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="results files, results folders or capture folders")
+    p.add_argument("--workload", help="only these workloads (names separated by commas)")
+    p.add_argument("--out", metavar="DIR", required=out_required, help=out_help)
+
+
+def out_folder(path: str | None) -> pathlib.Path | None:
+    """``--out DIR`` checked: not a file, its parent there (created later, by the writer)."""
+    if path is None:
+        return None
+    out = pathlib.Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file; give a folder")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist")
+    return out
+
+
+def selected_records(results: list[str], workload: str | None) -> list:
+    """The readable records of ``results`` (unreadable lines warned about), of ``workload``'s
+    names when given; none is bad input."""
+    from harness.results.store import load_records
+
+    records, problems = load_records(results)
+    warn_unreadable(problems)
+    if workload:
+        wanted = {w.strip() for w in workload.split(",") if w.strip()}
+        records = [r for r in records if r.workload.name in wanted]
+    if not records:
+        raise UsageError(f"no readable records in {', '.join(results)}"
+                         + (f" of workload(s) {workload}" if workload else ""))
+    return records
