@@ -8,6 +8,7 @@ interpreter ``HARNESS_ANALYSIS_PYTHON`` names (.ci/run makes one), or in this on
 importable here; otherwise the test is skipped, saying how to get one."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -54,9 +55,7 @@ def analysis_python() -> str:
     given = os.environ.get("HARNESS_ANALYSIS_PYTHON")
     if given:
         return given
-    try:
-        import thicket  # noqa: F401 - is Thicket importable here
-    except ImportError:
+    if importlib.util.find_spec("thicket") is None:
         pytest.skip("Thicket is not installed here: pip install 'hpml-harness[analysis]' in an environment of "
                     "its own and set HARNESS_ANALYSIS_PYTHON to its python (.ci/run does)")
     return sys.executable
