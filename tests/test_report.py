@@ -1,6 +1,7 @@
 """harness report / compare on real results files, and the HTML in headless Chromium."""
 import copy
 import json
+import pathlib
 import shutil
 import subprocess
 
@@ -11,6 +12,8 @@ from harness.report.compare import compare
 from harness.results.frame import load_frame
 from harness.results.record import Record
 from harness.results.store import append_record
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -209,3 +212,45 @@ def test_reproduction_summary_leaves_out_claims_that_do_not_apply() -> None:
     assert [row[1] for row in rows] == ["t > 1", "v > 1"]
     assert rows[0][4] == "pass"
     assert rows[1][4].startswith("not evaluated: metric 'v'") and rows[1][4].endswith("(no control declared)")
+
+
+def test_the_cascade_plot_of_performance_portability_is_drawn_whole_and_named_in_chromium(harness_cli, tmp_path) -> None:
+    """The html report of the gallery's machines draws each shared workload's PP as a cascade
+    (efficiency per machine, most efficient first; PP of the machines so far): every text of the
+    figure lies inside it, each line's last point is the PP the table gives, and Chromium renders
+    the page with the figure and its numbered legend naming every machine in full."""
+    import re
+
+    from harness.report.machines import portability
+    from harness.report.plots import cascade_axes, cascade_figure
+
+    machines = [ROOT / "gallery" / "amd-epyc-zen4-2c", ROOT / "gallery" / "intel-xeon-amx-2c"]
+    df, _ = load_frame(machines, frozenset({"samples", "claims"}))
+    entries = [e for e in portability(df) if e.get("efficiency")]
+    assert len(entries) >= 2
+    fig, legend = cascade_axes(entries)
+    fig.canvas.draw()
+    box = fig.bbox
+    for text in fig.findobj(lambda a: hasattr(a, "get_text") and a.get_text() and a.get_visible()):
+        extent = text.get_window_extent()
+        assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1 and box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1, text.get_text()
+    for e, line in zip(entries, [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "-"]):
+        assert line.get_ydata()[-1] == pytest.approx(e["pp_app"]), e["workload"]
+    assert legend == [f"{i}: {m}" for i, m in enumerate(dict.fromkeys(m for e in entries for m in e["efficiency"]), 1)]
+    assert cascade_figure([]) == [] and cascade_figure([dict(entries[0], efficiency={"a": 1.0})]) == []
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    html = tmp_path / "r.html"
+    assert harness_cli("report", *map(str, machines), "--out", str(html)).returncode == 0
+    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", html.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    figure = re.search(r'<figure><img alt="performance portability: cascade per workload" src="data:image/png;base64,'
+                       r'[A-Za-z0-9+/=]{1000,}">(.*?)</figure>', r.stdout, re.S)
+    assert figure, "no cascade figure in the rendered page"
+    items = re.findall(r"<li>(.*?)</li>", figure.group(1), re.S)
+    assert items == legend

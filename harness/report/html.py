@@ -65,6 +65,8 @@ def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
         yield from _table_parts(columns, rows, verdict_col=None)
     for title, png, legend in plots.machine_figures(wide):
         yield "\n" + _img(title, png, legend)
+    for title, png, legend in plots.cascade_figure(df.attrs.get("portability") or []):
+        yield "\n" + _img(title, png, legend)
     for workload, table_rows in iter_case_rows(df):
         yield f"\n<h2>{html.escape(workload)}</h2>\n"
         yield from _table_parts(CASE_COLUMNS, table_rows)

@@ -196,3 +196,50 @@ def machine_figures(wide: pd.DataFrame | None) -> list[tuple[str, bytes, list[st
     ax.legend(fontsize=7, loc="best")
     png = _png(fig)
     return [("speed-up per matched case and machine", png, [f"case {i}: {t}" for i, t in enumerate(legend, 1)])] if png else []
+
+
+def cascade_figure(entries: list[dict[str, Any]]) -> list[tuple[str, bytes, list[str]]]:
+    """Performance portability as a cascade plot (Sewall, Pennycook et al.; p3analysis draws the
+    same): per workload, its machines sorted from the most to the least efficient, each one's
+    application efficiency (markers) and the PP of the machines up to it (the line, the harmonic
+    mean, which the least efficient machine pulls down); the last point of a line is the
+    workload's PP. Machines are numbered on the axis; the third item is the legend of the numbers."""
+    drawn = cascade_axes(entries)
+    if drawn is None:
+        return []
+    fig, legend = drawn
+    png = _png(fig)
+    return [("performance portability: cascade per workload", png, legend)] if png else []
+
+
+def cascade_axes(entries: list[dict[str, Any]]) -> tuple[Any, list[str]] | None:
+    """The cascade plot's figure, laid out, and its legend (None: no workload with 2+ machines)."""
+    shown = [e for e in entries if e.get("efficiency") and len(e["efficiency"]) >= 2]
+    if not shown:
+        return None
+    machines = list(dict.fromkeys(m for e in shown for m in e["efficiency"]))
+    number = {m: i for i, m in enumerate(machines, 1)}
+    plt = _plt()
+    most = max(len(e["efficiency"]) for e in shown)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for e in shown:
+        ranked = sorted(e["efficiency"].items(), key=lambda kv: -kv[1])
+        xs = list(range(1, len(ranked) + 1))
+        effs = [v for _, v in ranked]
+        cascade = [len(effs[:k]) / sum(1.0 / v for v in effs[:k]) if all(v > 0 for v in effs[:k]) else 0.0
+                   for k in xs]
+        line = ax.plot(xs, cascade, "-", linewidth=1.5, label=wrapped(f"{e['workload']}: PP {cascade[-1]:.2f}", 40))[0]
+        ax.plot(xs, effs, "o", color=line.get_color(), markersize=5)
+        for x, (m, v) in zip(xs, ranked):
+            ax.annotate(str(number[m]), (x, v), textcoords="offset points", xytext=(4, 3), fontsize=7,
+                        color=line.get_color())
+    ax.set_xlim(0.7, most + 0.3)
+    ax.set_xticks(range(1, most + 1))
+    ax.set_ylim(0, 1.08)
+    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    ax.set_xlabel("machines, most efficient first (numbers: the legend below)")
+    ax.set_ylabel("application efficiency (markers)\nPP of the machines so far (lines)")
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig, [f"{i}: {m}" for m, i in number.items()]
+

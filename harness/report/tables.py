@@ -294,6 +294,7 @@ def machine_sections(df: pd.DataFrame, wide: pd.DataFrame | None = None) -> Iter
     if not df.empty:
         yield from model_sections(df)
     entries = machines.portability(df, platforms=df.attrs.get("platforms")) if several else []
+    df.attrs["portability"] = entries      # the html report draws them as a cascade plot
     if entries:
         columns, table = machines.portability_rows(entries)
         chosen = df.attrs.get("platforms")
