@@ -185,6 +185,16 @@ def test_model_fits_sweeps_with_extrap_warns_below_five_by_five_and_extrap_reads
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1])["roofline|time"] == formula
+    # the html report draws each sweep's points with Extra-P's curve, its formula in the caption
+    html = tmp_path / "r.html"
+    r = harness_cli("report", str(sweep), "--out", str(html), "--models", "triad_mib,ranks", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    page = html.read_text()
+    assert "Scaling models (Extra-P)" in page
+    assert page.count("seconds per repeat against triad_mib") == 1 and page.count("seconds per repeat against ranks") == 1
+    assert f"<li>model: {formula}</li>" in page
+    r = harness_cli("report", str(sweep), "--models", "ranks", env=env)
+    assert r.returncode == 2 and "--out FILE.html" in r.stderr
     # without Extra-P: exit 2 saying how to get it
     missing = harness_cli("model", str(sweep), "--x", "ranks", "--extrap", str(tmp_path / "no-extrap"))
     assert missing.returncode == 2 and "pipx install extrap" in missing.stderr

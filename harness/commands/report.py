@@ -36,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--platforms", metavar="TEXT,TEXT",
                    help="the machines performance portability is computed over, each named by a part of its name "
                         "(default: per workload, the largest set of machines that ran the same work)")
+    p.add_argument("--models", metavar="PARAM,PARAM",
+                   help="html: also every sweep over these parameters (ranks, threads, a numeric param) with "
+                        "Extra-P's fitted curve beside its points (needs Extra-P's extrap command: --extrap, "
+                        "$HARNESS_EXTRAP or PATH; docs/analysis.md)")
+    p.add_argument("--extrap", metavar="PATH", help="with --models: the extrap command")
     add_correction_option(p)
     add_confidence_option(p, default=None,
                           extra=" (default: the level each record was judged at); claims are judged again "
@@ -54,6 +59,13 @@ def main(args: argparse.Namespace) -> int:
     kind = KINDS[fmt]
     if args.by_machine and fmt not in ("csv", "parquet"):
         raise UsageError(f"--by-machine writes a table: give --out FILE.csv or FILE.parquet (not {fmt})")
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+    extrap = None
+    if models:
+        if fmt != "html":
+            raise UsageError(f"--models draws figures: give --out FILE.html (not {fmt})")
+        from harness.export.extrap import find_extrap
+        extrap = find_extrap(args.extrap)
     reads = BY_MACHINE_READS if args.by_machine else kind.reads
     # the replicates behind each verdict: the current claims judge them again (harness.judging.current_claims)
     again = kind.judged_again or args.confidence is not None
@@ -71,7 +83,8 @@ def main(args: argparse.Namespace) -> int:
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
     options = ReportOptions(stamp=stamp_text(args.results, sys.argv[1:]) if args.stamp and fmt == "md" else None,
-                            by_machine=args.by_machine, reference=args.reference)
+                            by_machine=args.by_machine, reference=args.reference,
+                            extra={"models": models, "extrap": extrap})
     said = kind.writer().write(df, problems, options, out)
     if said:
         print(said)

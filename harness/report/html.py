@@ -43,7 +43,8 @@ def _img(title: str, png: bytes, legend: list[str] | None = None) -> str:
     return f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}">{caption}</figure>'
 
 
-def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
+def html_parts(df: pd.DataFrame, problems: list[str], models: list[str] | None = None,
+               extrap: str | None = None) -> Iterator[str]:
     """The HTML report piece by piece (written as it is made)."""
     energy = energy_note(df)
     yield (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hpml-harness report</title>"
@@ -67,6 +68,14 @@ def html_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
         yield "\n" + _img(title, png, legend)
     for title, png, legend in plots.cascade_figure(df.attrs.get("portability") or []):
         yield "\n" + _img(title, png, legend)
+    if models and extrap:
+        from harness.report.scaling_models import model_figures
+
+        yield ("\n<h2>Scaling models (Extra-P)</h2>\n<p class='note'>Every sweep over "
+               + html.escape(", ".join(models)) + ": the measured points and Extra-P's model of the seconds per "
+               "repeat (docs/analysis.md).</p>")
+        for title, png, caption in model_figures(df.attrs.get("inputs") or [], models, extrap):
+            yield "\n" + _img(title, png, caption)
     for workload, table_rows in iter_case_rows(df):
         yield f"\n<h2>{html.escape(workload)}</h2>\n"
         yield from _table_parts(CASE_COLUMNS, table_rows)
