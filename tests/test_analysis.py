@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -169,12 +170,14 @@ def test_model_fits_sweeps_with_extrap_warns_below_five_by_five_and_extrap_reads
     assert r.returncode in (0, 1), r.stdout + r.stderr
     env = {"COLUMNS": "400", "HARNESS_EXTRAP": extrap}
     jl = tmp_path / "jl"
-    size = harness_cli("model", str(sweep), "--x", "triad_mib", "--predict", "1024", "--out", str(jl), env=env)
+    size = harness_cli("model", str(sweep), "--x", "triad_mib", "--predict", "triad_mib=1024", "--out", str(jl), env=env)
     assert size.returncode == 0, size.stdout + size.stderr
     (line,) = [ln for ln in size.stdout.splitlines() if "│ roofline " in ln and "│ time " in ln]
     cells = [c.strip() for c in line.split("│")[1:-1]]
-    formula, smape, ar2, shape, predicted = cells[3], float(cells[4]), float(cells[5]), cells[6], float(cells[7])
-    assert "triad_mib" in formula and 0 <= smape < 200 and ar2 <= 1 and shape == "5 x 5" and predicted > 0
+    formula, smape, ar2, shape = cells[3], float(cells[4]), float(cells[5]), cells[6]
+    predicted, low, high = (float(v) for v in re.fullmatch(r"(\S+) \[(\S+), (\S+)\]", cells[7]).groups())
+    assert "triad_mib" in formula and 0 <= smape < 200 and ar2 <= 1 and shape == "5 x 5"
+    assert low <= predicted <= high and predicted > 0
     assert "below Extra-P's" not in size.stderr                        # 5 points x 5 repetitions
     ranks = harness_cli("model", str(sweep), "--x", "ranks", env=env)
     assert ranks.returncode == 0, ranks.stdout + ranks.stderr

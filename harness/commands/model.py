@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import math
 import pathlib
+import statistics
 import tempfile
 
 from rich.markup import escape
@@ -28,14 +30,51 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_records_options(p, "keep each sweep's Extra-P JSON Lines file in DIR (created)")
     p.add_argument("--x", required=True, metavar="PARAM",
                    help="the swept parameter: ranks, threads, or a numeric workload param (e.g. n, triad_mib)")
-    p.add_argument("--predict", type=float, metavar="VALUE", help="also each model's value at --x = VALUE")
+    p.add_argument("--predict", metavar="[PARAM=]VALUE",
+                   help="also each model's value at --x = VALUE (e.g. ranks=64), with the spread the model "
+                        "had over the measured points: [value x (1 + lowest), value x (1 + highest) relative residual]")
     p.add_argument("--extrap", metavar="PATH", help="the extrap command (default: $HARNESS_EXTRAP, else PATH)")
     p.add_argument("--all-callpaths", action="store_true",
                    help="print the model of every phase too (default: the whole case and its communication bytes)")
     p.set_defaults(func=main)
 
 
+def predict_value(text: str | None, x: str) -> float | None:
+    """``--predict`` as a number: ``VALUE`` or ``PARAM=VALUE`` with PARAM the swept one."""
+    if text is None:
+        return None
+    name, _, value = text.rpartition("=")
+    if name and name != x:
+        raise UsageError(f"--predict {text}: the model is against {x}; give --predict {x}=VALUE")
+    try:
+        number = float(value)
+    except ValueError:
+        raise UsageError(f"--predict {text}: not a number; give e.g. --predict {x}=64") from None
+    if not math.isfinite(number):
+        raise UsageError(f"--predict {text}: give a finite number")
+    return number
+
+
+def residual_range(family, model, name: str) -> tuple[float, float] | None:  # noqa: ANN001
+    """The lowest and highest relative residual (measured median / model - 1) of ``model`` over
+    the family's points, 0 included: how far the model was off where it was measured."""
+    medians: dict[float, list[float]] = {}
+    for line in family.lines():
+        if line["callpath"] == model.callpath and line["metric"] == model.metric:
+            medians.setdefault(line["params"][name], []).extend(line["value"])
+    ratios = []
+    for x, values in medians.items():
+        try:
+            fitted = evaluate(model.formula, name, x)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            return None
+        if fitted:
+            ratios.append(statistics.median(values) / fitted - 1.0)
+    return (min(0.0, *ratios), max(0.0, *ratios)) if ratios else None
+
+
 def main(args: argparse.Namespace) -> int:
+    predict = predict_value(args.predict, args.x)
     extrap = find_extrap(args.extrap)
     out = out_folder(args.out)
     found = families(selected_records(args.results, args.workload), args.x)
@@ -45,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
                          f"one with e.g. --ranks 1,2 or --param {args.x}=V1,V2,...")
     name = safe_param_name(args.x)
     rows = table(f"Extra-P models against {args.x}", "sweep", "callpath", "metric", "model", "SMAPE %", "adj. R^2",
-                 "points x reps", *([f"at {args.x}={args.predict:g}"] if args.predict is not None else []))
+                 "points x reps", *([f"at {args.x}={predict:g} [spread]"] if predict is not None else []))
     warned = []
     with tempfile.TemporaryDirectory(prefix="harness-extrap-") as tmp:
         folder = out or pathlib.Path(tmp)
@@ -62,11 +101,15 @@ def main(args: argparse.Namespace) -> int:
                 if not args.all_callpaths and "->" in m.callpath:
                     continue
                 cells = [family.name, m.callpath, m.metric, m.formula, f"{m.smape:.3g}", f"{m.ar2:.3g}", shape]
-                if args.predict is not None:
+                if predict is not None:
                     try:
-                        cells.append(f"{evaluate(m.formula, name, args.predict):.4g}")
+                        value = evaluate(m.formula, name, predict)
                     except (ValueError, ZeroDivisionError, OverflowError) as exc:
                         cells.append(f"- ({exc})")
+                    else:
+                        spread = residual_range(family, m, name)
+                        cells.append(f"{value:.4g}" + (f" [{value * (1 + spread[0]):.4g}, {value * (1 + spread[1]):.4g}]"
+                                                       if spread else ""))
                 rows.add_row(*map(escape, cells))
     console.print(rows)
     for w in warned:
