@@ -1,6 +1,6 @@
 """The options verbs share, and their parsing: the case selection and launch options (run, check,
-submit), the machine name (run, capture) and ``--reference`` (check, export-reframe). One home, so
-no verb imports another."""
+submit), the machine name (run, capture), ``--reference`` (check, export-reframe), and the records
+read and the folder written by export-thicket and model. One home, so no verb imports another."""
 from __future__ import annotations
 
 import argparse

@@ -29,6 +29,7 @@ from harness.report.closing import closing_table
 from harness.results.store import RESULTS_NAME, read_records, stored_form
 from harness.runloop import Finished, RunLoop
 
+
 @dataclass
 class OpenSession:
     """A run's session, its results folder and file, and the locks held while it runs."""
