@@ -23,7 +23,7 @@ from harness.export.thicket import VALUE_COLUMNS, profile
 from harness.results.store import load_records
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-MACHINES = [ROOT / "gallery" / "amd-epyc-zen4-2c", ROOT / "gallery" / "intel-xeon-amx-2c"]
+MACHINES = sorted(p for p in (ROOT / "gallery").iterdir() if p.is_dir())   # gallery/*: three machines
 
 # Run in the analysis environment: the profiles into a Thicket, grouped by machine, printed back.
 LOAD = r"""
