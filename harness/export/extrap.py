@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import UsageError
+from harness.judging.verdicts import as_number
 from harness.results.record import Record
 
 # Extra-P's guidance: at least 5 points per parameter, 5 repetitions each
@@ -77,9 +78,7 @@ def x_value(record: Record, x: str) -> float | None:
     value = record.params.get(x)
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    return as_number(value)
 
 
 def families(records: Iterable[Record], x: str) -> list[Family]:

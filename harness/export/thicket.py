@@ -16,23 +16,18 @@ records twice writes the same files.
 from __future__ import annotations
 
 import json
-import math
 import pathlib
 import re
 import statistics
 from typing import Any
 
+from harness.judging.verdicts import as_number
 from harness.results.record import Record
 
 # "Node order" (Caliper's aggregate.slot): Hatchet's reader orders the tree by it, and Thicket's
 # reader asks for that ordering; a node's order is its index, and data row i is node i.
 COLUMNS = ["Node order", "path", "time (inc)", "time", "time (mean rank)", "imbalance", "calls", "bytes"]
 VALUE_COLUMNS = COLUMNS[2:]
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value) else None
 
 
 def metadata(record: Record) -> dict[str, Any]:
@@ -53,7 +48,8 @@ def profile(record: Record) -> dict[str, Any]:
     rows: list[list[Any]] = []
     median = statistics.median(record.samples) if record.samples else None
     phase_total = sum(p.max_s for p in record.phases.values())
-    root_metrics = {f"metric.{k}": _number(v) for k, v in sorted(record.metrics.items()) if _number(v) is not None}
+    numbers = {f"metric.{k}": as_number(v) for k, v in sorted(record.metrics.items())}
+    root_metrics = {k: v for k, v in numbers.items() if v is not None}
     root = [0, 0, median, None if median is None else max(0.0, median - phase_total), None, None, None, None]
     rows.append(root)
     comm_parent = 0
@@ -67,12 +63,12 @@ def profile(record: Record) -> dict[str, Any]:
         repeats = max(1, record.comm.repeats or len(record.samples) or 1)
         below = 0.0
         for op, figures in sorted(record.comm.ops.items()):
-            seconds = (_number(figures.get("seconds_max")) or 0.0) / repeats
+            seconds = (as_number(figures.get("seconds_max")) or 0.0) / repeats
             below += seconds
             nodes.append({"label": op, "column": "path", "parent": comm_parent})
-            rows.append([len(nodes) - 1, len(nodes) - 1, seconds, seconds, (_number(figures.get("seconds_mean")) or 0.0) / repeats,
-                         _number(figures.get("imbalance")), (_number(figures.get("calls")) or 0.0) / repeats,
-                         (_number(figures.get("bytes")) or 0.0) / repeats])
+            rows.append([len(nodes) - 1, len(nodes) - 1, seconds, seconds, (as_number(figures.get("seconds_mean")) or 0.0) / repeats,
+                         as_number(figures.get("imbalance")), (as_number(figures.get("calls")) or 0.0) / repeats,
+                         (as_number(figures.get("bytes")) or 0.0) / repeats])
         if comm_parent:   # the comm phase's own time is what its calls did not take
             row = rows[comm_parent]
             row[3] = max(0.0, row[2] - below)
