@@ -23,6 +23,8 @@ imports one)::
 - ``training_log``, ``TrainingLog``, ``logs_location``: the MLPerf-style log of each training.
 - ``fingerprint`` (the machine as a record fragment) and ``fraction_or_problem`` (a measured figure
   as a fraction of a peak, or why the peak cannot be right).
+- ``torch_flops``: one step's floating-point operations as torch's flop counter counts them, for
+  ``RunContext.count_work`` (a compute phase placed on the machine's roofline).
 - ``run_once`` (also ``harness.testing.run_once``): a workload's repeats in-process, for a plugin's
   unit tests; ``judge_once`` and ``judge_control_once``: its claims judged so, on the case and on
   a claim's control.
@@ -58,6 +60,7 @@ _EXPORTS = {
     "TrainingLog": "harness.protocol.mlperf_log", "training_log": "harness.protocol.mlperf_log",
     "logs_location": "harness.protocol.mlperf_log",
     "fingerprint": "harness.hardware.fingerprint", "fraction_or_problem": "harness.hardware.peaks",
+    "torch_flops": "harness.protocol.flops",
 }
 
 __all__ = [*_EXPORTS, "__version__"]
@@ -92,3 +95,4 @@ if TYPE_CHECKING:   # for type checkers and IDEs: the same names, eagerly
     from harness.protocol.mlperf_log import TrainingLog, logs_location, training_log  # noqa: F401
     from harness.hardware.fingerprint import fingerprint  # noqa: F401
     from harness.hardware.peaks import fraction_or_problem  # noqa: F401
+    from harness.protocol.flops import torch_flops  # noqa: F401

@@ -25,6 +25,7 @@ from harness.errors import UsageError, check_interrupted
 from harness.hardware.fingerprint import usable_cpus
 from harness.hardware.identity import identity
 from harness.hardware.peaks import machine_peaks
+from harness.hardware.placement import gemm_ceilings, place_phases
 from harness.judging.intervals import DEFAULT_CONFIDENCE
 from harness.judging.case import RunIndex
 from harness.launch.launcher import Launcher, worker_argv
@@ -313,6 +314,10 @@ def fill_from_result(record: Record, result: WorkerResult, case: Case, session: 
     record.samples_per_rank = [r["samples"] for r in ranks]
     record.stats = Stats(**summarize(record.samples, session.unstable_cov))
     record.phases = {k: PhaseStats(**v) for k, v in phase_summary(ranks).items()}
+    cores = case.ranks * case.threads
+    place_phases(record.phases, session.registry.workload(case.workload).work_counts,
+                 machine_peaks(session.hardware, session.profile, session.profile_data, cores),
+                 gemm_ceilings(session.index.records, session.identity["key"]), cores)
     comm = comm_summary(ranks, case.repeats)
     record.comm = CommSummary(**comm) if comm else None
     record.resources.update(resource_summary(ranks))

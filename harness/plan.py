@@ -282,7 +282,16 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
     if unused:
         raise UsageError(f"--param {', '.join(sorted(unused))}: no selected workload has such a param "
                          "(see `harness list workloads`)")
-    return baselines_first(cases, registry)
+    return ceilings_first(baselines_first(cases, registry), registry)
+
+
+def ceilings_first(cases: list[Case], registry: Registry) -> list[Case]:
+    """The cases in their order, except that those of workloads measuring a GFLOP/s ceiling
+    (``Workload.ceilings``, the roofline) come first: the other cases' counted phases are placed
+    against the ceiling this run measured (harness.hardware.placement)."""
+    def measures_ceiling(case: Case) -> bool:
+        return "GFLOP/s" in registry.workload(case.workload).ceilings.values()
+    return sorted(cases, key=lambda c: not measures_ceiling(c))   # stable: the rest keep their order
 
 
 def check_params(workload: Any, params: dict[str, Any]) -> None:

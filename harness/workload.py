@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from harness.protocol.context import RunContext
 
 SIZES = ("smoke", "small", "paper")
+WORK_PRECISIONS = ("fp64", "fp32")   # the precisions a counted phase is placed against (peaks, GEMM ceilings)
 
 
 class Workload:
@@ -69,6 +70,11 @@ class Workload:
     # Machine ceilings the workload measures, metric -> unit ("GFLOP/s" or "GB/s" ones are drawn as
     # rooflines and listed by `harness info`), e.g. {"peak_gflops_fp64": "GFLOP/s"}.
     ceilings: ClassVar[dict[str, str]] = {}
+    # The compute phases whose work the workload counts (``ctx.count_work``), phase -> (precision,
+    # how counted), e.g. {"forward_backward": ("fp32", "torch.utils.flop_counter, one step x steps")}:
+    # the record gives each its achieved GFLOP/s and its fraction of the machine's peak and measured
+    # GEMM ceiling in that precision ("fp32" or "fp64"), and the report places it on the roofline.
+    work_counts: ClassVar[dict[str, tuple[str, str]]] = {}
     # The measured work's version, bumped when the work changes (data, model, the timed code
     # path, the stop rule, what a figure means), not when a claim, a control or a docstring does:
     # records of one protocol version are compared, and their claims judged again by the code that
@@ -164,6 +170,12 @@ def _shape_problem(obj: Workload) -> str:
         return f"workload {name!r}: install must map module names to pip requirements, not {obj.install!r:.80}"
     if not isinstance(obj.ceilings, dict):
         return f"workload {name!r}: ceilings must map metric names to units, not {obj.ceilings!r:.80}"
+    if not isinstance(obj.work_counts, dict) or not all(
+            isinstance(k, str) and isinstance(v, tuple) and len(v) == 2 and v[0] in WORK_PRECISIONS
+            and isinstance(v[1], str) and v[1] for k, v in obj.work_counts.items()):
+        return (f"workload {name!r}: work_counts must map phase names to (precision, how counted) with a precision "
+                f"of {', '.join(WORK_PRECISIONS)}, e.g. {{'compute': ('fp64', 'kernel count')}}, "
+                f"not {obj.work_counts!r:.80}")
     for attr, least in (("default_ranks", 1), ("default_repeats", 1), ("default_warmup", 0), ("default_launches", 1)):
         value = getattr(obj, attr)
         if value is None and attr != "default_ranks":

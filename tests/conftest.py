@@ -104,6 +104,18 @@ def assert_mlperf_compliant(results: pathlib.Path, at_least: int = 1) -> list[pa
     return logs
 
 
+def assert_work_counted(rec: dict, *phases: str) -> None:
+    """Each named phase of the record counted its work: flops every repeat, a positive rate (at most
+    a plausible 20 TFLOP/s on these CPUs), the precision and how it was counted, as the workload
+    declares them (``work_counts``), and a note on where the fractions came from."""
+    for name in phases:
+        ph = rec["phases"][name]
+        assert len(ph["flops_per_repeat"]) == len(rec["samples"]) and min(ph["flops_per_repeat"]) > 0, name
+        assert 0 < ph["gflops"] < 2e4 and ph["dtype"] in ("fp32", "fp64") and ph["counted_by"], name
+        assert ph["gflops"] == pytest.approx(sum(ph["flops_per_repeat"]) / len(ph["flops_per_repeat"]) / ph["max_s"] / 1e9)
+        assert ph["placement_note"], name
+
+
 def make_record(**changes) -> Record:
     """A small valid record of the current schema; ``changes`` replace top-level fields."""
     rec = Record(

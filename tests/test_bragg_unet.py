@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from conftest import assert_mlperf_compliant, read_jsonl
+from conftest import assert_mlperf_compliant, read_jsonl, assert_work_counted
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -86,6 +86,9 @@ def test_two_ranks_keep_identical_replicas(harness_cli, tmp_path) -> None:
     per_repeat = [s + 2 * rec["params"]["finetune_steps"] + 3 for s in steps]
     assert rec["comm"]["ops"]["Allreduce"]["calls"] == 2 * sum(per_repeat)
     assert {"forward", "backward", "optimizer", "inference", "integration"} <= set(rec["phases"])
+    assert_work_counted(rec, "forward", "backward")
+    # the backward of a convolution network does about twice its forward's operations
+    assert 1.5 < rec["phases"]["backward"]["flops_per_repeat"][0] / rec["phases"]["forward"]["flops_per_repeat"][0] < 2.5
     assert list(tmp_path.glob("artifacts/*/bragg_box.png"))
     assert len(assert_mlperf_compliant(tmp_path)) == rec["protocol"]["repeats"]   # one log per training on A
 

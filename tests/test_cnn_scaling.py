@@ -4,7 +4,7 @@ import statistics
 
 import pytest
 
-from conftest import read_jsonl
+from conftest import read_jsonl, assert_work_counted
 from harness_plugins.cnn_scaling.layers import NETWORKS, Layer, totals
 from harness_plugins.cnn_scaling.model import (Network, Node, allreduce_time, best_allreduce, gemm_time,
                                                iteration, scaling)
@@ -109,6 +109,7 @@ def test_validate_two_ranks_records_predictions_and_residuals(harness_cli, tmp_p
     assert len(m["gemm_kernels"]) == 12 and len(m["gemm_residuals"]) == 12  # 4 layers x 3 GEMMs
     assert all(math.isfinite(x) for x in m["gemm_predicted_s"])
     assert rec["comm"]["ops"]["Allreduce"]["calls"] > n * 20
+    assert_work_counted(rec, "training")
     # every claim evaluated, and none decided on one repeat: each is inconclusive and says why
     assert {c["metric"]: (c["status"], c["measured"] is not None) for c in rec["claims"]
             if c["metric"] != "allreduce_algorithms_optimal"} == {

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import read_jsonl
+from conftest import read_jsonl, assert_work_counted
 from harness_plugins.dpmm.families import Gaussian, Multinomial
 from harness_plugins.dpmm.moves import log_h_merge, log_h_split
 from harness_plugins.dpmm.niw import NIW, stats_of
@@ -136,6 +136,10 @@ def test_bytes_per_iteration_do_not_grow_with_n_unless_labels_travel(harness_cli
     assert small["metrics"]["comm_bytes_per_iteration_k1"] == large["metrics"]["comm_bytes_per_iteration_k1"]
     assert small["comm"]["ops"]["Allreduce"]["bytes"] == large["comm"]["ops"]["Allreduce"]["bytes"]
     assert small["metrics"]["models_identical_on_all_ranks"] is True
+    assert_work_counted(small, "local")
+    # the same iterations on 20 times the rows: 20 times the counted work (K stayed 1 in both)
+    ratio = large["phases"]["local"]["flops_per_repeat"][0] / small["phases"]["local"]["flops_per_repeat"][0]
+    assert ratio == pytest.approx(20)
     # the control's design: each rank's labels and sub-labels (int64) gathered at the master every iteration
     for n in (2000, 40000):
         extra = recs[n, "labels"]["metrics"]["comm_bytes_per_iteration_k1"] - recs[n, "stats"]["metrics"]["comm_bytes_per_iteration_k1"]

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import assert_mlperf_compliant, read_jsonl
+from conftest import assert_mlperf_compliant, read_jsonl, assert_work_counted
 from harness.registry import build_registry
 from harness_plugins.email_transfer import crossover, summarise
 from harness_plugins.email_transfer.data import INTENTS, emails, frames, intent_sentences, verbatim_share
@@ -157,6 +157,7 @@ def test_label_sweep_reports_per_seed_scores_and_paired_gains(harness_cli, tmp_p
     want = np.subtract(m["f1_minilm_fine_tune_n16_by_seed"], m["f1_minilm_frozen_head_n16_by_seed"]).mean()
     assert low["measured"] == pytest.approx(want)
     assert {"embed", "feature_based", "fine_tune"} <= set(rec["phases"])
+    assert_work_counted(rec, "fine_tune")
     table = (tmp_path / "email_transfer_f1.md").read_text()
     assert "| 64 |" in table and "minilm fine_tune" in table and "±" in table and "] |" in table
     # one log per fine-tuning: 2 label counts x 4 seeds (the MiniLM family; GloVe has no encoder to tune)

@@ -1,7 +1,7 @@
 """kfac: the natural-gradient step against a direct computation, and the workload's sweep."""
 import pytest
 
-from conftest import assert_mlperf_compliant, read_jsonl
+from conftest import assert_mlperf_compliant, read_jsonl, assert_work_counted
 
 torch = pytest.importorskip("torch")
 
@@ -90,6 +90,8 @@ def test_sweep_evaluates_the_claims_and_two_ranks_agree(harness_cli, tmp_path) -
     assert [key(rec) for rec in records] == [("sgd", 32, "none"), ("sgd", 200, "none"),
                                              ("kfac", 200, "none"), ("kfac", 200, "smoothout")]
     assert all(rec["status"] == "ok" for rec in records)
+    for rec in records:
+        assert_work_counted(rec, "forward_backward")
     by = {key(rec): rec for rec in records}
     acc = {k: rec["metrics"]["test_accuracy"] for k, rec in by.items()}
     large, plain, smooth = (by[("sgd", 200, "none")]["claims"][0], by[("kfac", 200, "none")]["claims"][1],

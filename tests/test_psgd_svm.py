@@ -4,7 +4,7 @@ import statistics
 import numpy as np
 import pytest
 
-from conftest import read_jsonl
+from conftest import read_jsonl, assert_work_counted
 from harness.protocol.pmpi import build_hook
 
 pytest.importorskip("numba")
@@ -71,6 +71,9 @@ def test_two_ranks_call_counts_and_identical_models(harness_cli, tmp_path, profi
     if profiler == "python":
         assert records[0]["protocol"]["allreduce_profiler_note"] == "HARNESS_PMPI=0"
     assert [rec["params"]["msf"] for rec in records] == [1, 7, 100]
+    for rec in records:   # the same kernel work whatever msf: only the traffic differs
+        assert_work_counted(rec, "compute")
+        assert rec["phases"]["compute"]["flop_per_byte"] == pytest.approx(records[0]["phases"]["compute"]["flop_per_byte"])
     for rec in records:
         m = rec["metrics"]
         n_local = 3200 // 2

@@ -6,7 +6,7 @@ import statistics
 import numpy as np
 import pytest
 
-from conftest import assert_mlperf_compliant, read_jsonl
+from conftest import assert_mlperf_compliant, read_jsonl, assert_work_counted
 from harness_plugins.tf_cnn.data import images
 
 pytest.importorskip("tensorflow")
@@ -56,6 +56,7 @@ def test_three_math_paths_in_one_run_with_the_proof_of_what_ran(harness_cli, tmp
     assert lo <= claim["measured"] <= hi and claim["status"] == ("pass" if lo >= 2 else "fail" if hi < 2 else "inconclusive")
     assert eigen["claims"][0]["passed"] is None and mixed["claims"][0]["status"] == "not_applicable"
     assert {"forward_backward", "inference"} <= set(on["phases"])   # one rank: one fused step function
+    assert_work_counted(on, "forward_backward", "inference")
     # one log per measured repeat (of every launch)
     assert len(assert_mlperf_compliant(tmp_path)) == sum(len(rec["samples"]) for rec in records)
 

@@ -47,6 +47,7 @@ def row(record: Record, metrics: bool = False) -> list[str]:
         _fmt(value, f" {unit}"),
         _fmt(record.comm.fraction_max if record.comm else None),
         summarize_claims(record.claims),
+        placement_text(record),
         record.reason.splitlines()[0][:100] if record.reason else "",
     ]
     if metrics:
@@ -56,7 +57,22 @@ def row(record: Record, metrics: bool = False) -> list[str]:
 
 
 COLUMNS = ["workload", "size", "params", "backend", "ranks x thr", "status", "median", "95% CI",
-           "CoV", "throughput", "comm frac", "claims", "reason"]
+           "CoV", "throughput", "comm frac", "claims", "compute rate", "reason"]
+
+
+def placement_text(record: Record) -> str:
+    """Each counted phase's achieved GFLOP/s with its fractions of the measured GEMM ceiling and of
+    the peak (harness.hardware.placement), e.g. "forward_backward 41.2 GF/s fp32 = 0.38 GEMM,
+    0.11 peak"; the busiest phase first."""
+    counted = sorted(((name, ph) for name, ph in record.phases.items() if ph.gflops is not None),
+                     key=lambda item: -item[1].max_s)
+    parts = []
+    for name, ph in counted:
+        fractions = [f"{f:.2g} {what}" for f, what in ((ph.fraction_of_gemm_ceiling, "GEMM"),
+                                                       (ph.fraction_of_peak, "peak")) if f is not None]
+        parts.append(f"{name} {ph.gflops:.3g} GF/s {ph.dtype or ''}".rstrip()
+                     + (" = " + ", ".join(fractions) if fractions else ""))
+    return "; ".join(parts)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -27,6 +27,29 @@ def phase_summary(ranks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         out[name] = {"max_s": agg["max"], "mean_s": agg["mean"], "min_s": agg["min"],
                      "imbalance": agg["imbalance"], "per_rank_s": per_rank,
                      "count_per_repeat": max(counts) if counts else 0}
+        out[name].update(phase_work(ranks, name, agg["max"]))
+    return out
+
+
+def phase_work(ranks: list[dict[str, Any]], name: str, max_s: float) -> dict[str, Any]:
+    """The work counted in phase ``name``: per repeat, summed over ranks (the job's work), and the
+    rate it ran at: the mean work per repeat over the slowest rank's seconds in the phase (the
+    ranks work at once; the job waits for the slowest). Empty where nothing was counted."""
+    repeats = max((len(r["phases"]) for r in ranks), default=0)
+    out: dict[str, Any] = {}
+    for key, field in (("flops", "flops_per_repeat"), ("bytes", "bytes_per_repeat")):
+        if not any(key in rep.get(name, {}) for r in ranks for rep in r["phases"]):
+            continue
+        per_repeat = [sum(r["phases"][i].get(name, {}).get(key, 0.0) for r in ranks if i < len(r["phases"]))
+                      for i in range(repeats)]
+        out[field] = per_repeat
+    if "flops_per_repeat" in out and max_s > 0:
+        out["gflops"] = statistics.fmean(out["flops_per_repeat"]) / max_s / 1e9
+    if "bytes_per_repeat" in out and max_s > 0:
+        out["gbs"] = statistics.fmean(out["bytes_per_repeat"]) / max_s / 1e9
+        total = sum(out["bytes_per_repeat"])
+        if "flops_per_repeat" in out and total > 0:
+            out["flop_per_byte"] = sum(out["flops_per_repeat"]) / total
     return out
 
 

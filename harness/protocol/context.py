@@ -1,6 +1,7 @@
 """What a workload sees while it runs: its parameters, the phase clock and the communicator."""
 from __future__ import annotations
 
+import math
 import pathlib
 import sys
 from collections.abc import Mapping
@@ -71,6 +72,16 @@ class RunContext:
     def phase(self, name: str) -> _Phase:
         """``with ctx.phase("compute"):`` charges the block's time to ``compute``."""
         return self.clock.phase(name)
+
+    def count_work(self, phase: str, flops: float, nbytes: float = 0.0) -> None:
+        """Count ``flops`` floating-point operations (and ``nbytes`` bytes moved to and from memory,
+        where known) to ``phase`` in this repeat: the record gives the phase's achieved GFLOP/s and
+        its fraction of the machine's peak and measured GEMM ceiling. Count what the framework or
+        the kernel says it computed (:func:`harness.torch_flops`, a per-layer count), once per step,
+        and declare how in ``Workload.work_counts``."""
+        if not (math.isfinite(flops) and math.isfinite(nbytes)) or flops < 0 or nbytes < 0:
+            raise ValueError(f"count_work({phase!r}): flops and bytes must be finite and >= 0, not {flops!r}, {nbytes!r}")
+        self.clock.add_work(phase, float(flops), float(nbytes))
 
     def replicates(self, metric: str, values: Mapping[Any, float]) -> None:
         """Report ``metric``'s value per seed or split of this repeat, ``{seed: value}``: the

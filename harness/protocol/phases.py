@@ -11,7 +11,9 @@ it before reading the time at every boundary: otherwise a phase would end while 
 still queued and measure only the launch. Where energy is measured, the clock's ``meter``
 (:class:`harness.protocol.energy.EnergyMeter`) is charged at the same boundaries, to the same
 phase (communication inside a phase is charged to that phase's energy).
-Kept tiny because it sits on the hot path of every workload.
+Kept tiny because it sits on the hot path of every workload. The work a phase did (floating-point
+operations and bytes the workload counted, :meth:`PhaseClock.add_work`) is kept beside its seconds,
+off the hot path: a workload counts once per step or per repeat, not per call.
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ class PhaseClock:
     """Accumulates exclusive seconds and entry counts per phase name."""
 
     __slots__ = ("totals", "counts", "comm_ns", "comm_n", "_comm_seen", "_stack", "_last", "_phases",
-                 "external", "_ext_n0", "_ext_ns0", "sync", "meter")
+                 "external", "_ext_n0", "_ext_ns0", "sync", "meter", "work")
 
     def __init__(self, sync: Callable[[], None] | None = None) -> None:
         self.sync = sync    # the device's synchronize, called before every reading of the clock
@@ -57,6 +59,7 @@ class PhaseClock:
         self._ext_n0 = 0
         self._ext_ns0 = 0
         self.meter: Any = None     # an EnergyMeter, charged at every boundary where energy is measured
+        self.work: dict[str, list[float]] = {}   # phase -> [flops, bytes] counted since the last take()
 
     def attach_external(self, counters: Any) -> None:
         """Also charge the communication that ``counters`` ([calls, bytes, ns]) records."""
@@ -69,6 +72,14 @@ class PhaseClock:
         if p is None:
             p = self._phases[name] = _Phase(self, name)
         return p
+
+    def add_work(self, name: str, flops: float, nbytes: float = 0.0) -> None:
+        """Count ``flops`` floating-point operations (and ``nbytes`` bytes moved) to phase ``name``."""
+        counted = self.work.get(name)
+        if counted is None:
+            counted = self.work[name] = [0.0, 0.0]
+        counted[0] += flops
+        counted[1] += nbytes
 
     def _charge(self, now: float) -> None:
         """Charge the time since the last boundary, less the comm inside it, to the open phase."""
@@ -99,9 +110,9 @@ class PhaseClock:
         self._stack.pop()
 
     def take(self) -> dict[str, dict[str, float]]:
-        """Return {phase: {"seconds", "count"}} since the last take, and start afresh.
+        """Return {phase: {"seconds", "count"[, "flops", "bytes"]}} since the last take, and start afresh.
 
-        Open phases are charged up to now and stay open.
+        Open phases are charged up to now and stay open; work is given where it was counted.
         """
         self._charge(self.now())
         totals, counts = self.totals, self.counts
@@ -116,6 +127,11 @@ class PhaseClock:
             totals[COMM_PHASE] = totals.get(COMM_PHASE, 0.0) + comm_ns * 1e-9
             counts[COMM_PHASE] = counts.get(COMM_PHASE, 0) + comm_n
         out = {name: {"seconds": secs, "count": counts.get(name, 0)} for name, secs in totals.items()}
-        self.totals, self.counts = {}, {}
+        for name, (flops, nbytes) in self.work.items():
+            entry = out.setdefault(name, {"seconds": 0.0, "count": 0})
+            entry["flops"] = flops
+            if nbytes:
+                entry["bytes"] = nbytes
+        self.totals, self.counts, self.work = {}, {}, {}
         self.comm_ns, self.comm_n, self._comm_seen = 0, 0, 0
         return out

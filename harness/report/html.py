@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 import pandas as pd
 
 from harness.report import plots
+from harness.report.placement import NOTE as PLACEMENT_NOTE, placement_rows
 from harness.report.machines import report_table
 from harness.report.tables import (CASE_COLUMNS, claim_columns, claim_tally, energy_note, iter_case_rows,
                                    iter_claim_rows, machine_sections, nonempty, overview_sections, table_notes)
@@ -87,6 +88,12 @@ def html_parts(df: pd.DataFrame, problems: list[str], models: list[str] | None =
     roof = plots.roofline_figure(df) if not df.empty else None
     if roof:
         yield "\n<h2>Measured rooflines</h2>" + _img("measured rooflines", roof)
+    columns, rows = placement_rows(df)
+    if rows:
+        yield f"\n<h2>Compute phases on their machine</h2>\n<p class='note'>{html.escape(PLACEMENT_NOTE)}</p>"
+        yield from _table_parts(columns, rows, verdict_col=None)
+        for title, png in plots.placement_figures(df):
+            yield "\n" + _img(title, png)
     if problems:
         yield "\n<h2>Unreadable lines</h2><ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in problems) + "</ul>"
     yield "\n</body></html>"

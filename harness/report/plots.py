@@ -143,7 +143,55 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
                 ax.plot(flops / moved, flops / r.median_s / 1e9, "o", color=c)
                 ax.annotate(r.workload, (flops / moved, flops / r.median_s / 1e9), fontsize=6,
                             xytext=(3, 3), textcoords="offset points")
+    from harness.report.placement import placed
+
+    for r, ph in placed(df):   # counted phases whose bytes were counted too, at their intensity
+        c = colour.get(one_line(r.machine))
+        if c is not None and ph.get("flop_per_byte") and ph.get("dtype") == "fp64":
+            ax.plot(ph["flop_per_byte"], ph["gflops"], "s", color=c, markerfacecolor="none")
+            ax.annotate(f"{r.workload}:{ph['phase']}", (ph["flop_per_byte"], ph["gflops"]), fontsize=6,
+                        xytext=(3, -8), textcoords="offset points")
     return _png(fig)
+
+
+def placement_figures(df: pd.DataFrame) -> list[tuple[str, bytes]]:
+    """Per machine: every counted phase as a point at its achieved GFLOP/s (log axis), one row per
+    phase, with the machine's GEMM ceilings and peaks per precision as vertical lines (read back
+    from the fractions the records hold)."""
+    from harness.report.placement import placed
+
+    by_machine: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for r, ph in placed(df):
+        label = f"{r.workload}[{r.size}] {r.ranks}x{r.threads} {ph['phase']} ({ph.get('dtype') or '?'})"
+        by_machine.setdefault(one_line(r.machine), []).append((label, ph))
+    figures = []
+    for machine, points in sorted(by_machine.items()):
+        points = sorted(points, key=lambda item: item[1]["gflops"])
+        plt = _plt()
+        fig, ax = plt.subplots(figsize=(8, 2.2 + 0.3 * len(points)))
+        lines: dict[tuple[str, str], list[float]] = {}
+        for i, (label, ph) in enumerate(points):
+            colour = "tab:blue" if ph.get("dtype") == "fp32" else "tab:red"
+            ax.plot(ph["gflops"], i, "o", color=colour)
+            for what, key in (("GEMM ceiling", "fraction_of_gemm_ceiling"), ("peak", "fraction_of_peak")):
+                if ph.get(key):
+                    lines.setdefault((what, ph.get("dtype") or "?"), []).append(ph["gflops"] / ph[key])
+        for (what, dtype), values in sorted(lines.items()):
+            style = "-" if what == "GEMM ceiling" else ":"
+            value = max(values)   # per case the ceiling is scaled to its cores: the widest case's
+            ax.axvline(value, linestyle=style, color="tab:blue" if dtype == "fp32" else "tab:red", alpha=0.7,
+                       label=f"{dtype} {what} {value:.3g} GFLOP/s")
+        ax.set_yticks(range(len(points)), [label for label, _ in points], fontsize=7)
+        ax.set_xscale("log")
+        plain_log_ticks(ax)
+        ax.set_ylim(-0.7, len(points) - 0.3)
+        ax.set_xlabel("achieved GFLOP/s (blue fp32, red fp64; lines: the widest case's ceiling and peak)")
+        ax.set_title(f"{machine}:\ncompute phases against the GEMM ceiling and the peak", fontsize=9)
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+        if lines:
+            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
+        figures.append((f"{machine}: compute phases on the roofline", _png(fig)))
+    return figures
 
 
 def workload_figures(group: pd.DataFrame, workload: str) -> list[tuple[str, bytes]]:

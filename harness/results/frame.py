@@ -17,7 +17,7 @@ from harness.output.safe_text import DISPLAY_CHARS, shortened
 
 
 # Columns holding lists or dicts, which flat formats (CSV, Parquet) leave out.
-NESTED_COLUMNS = ["samples", "compare_samples", "metrics", "ceilings", "claims", "phases"]
+NESTED_COLUMNS = ["samples", "compare_samples", "metrics", "ceilings", "claims", "phases", "placement"]
 # What a reader may ask to keep: the nested columns, list-valued metrics, the claims' replicates
 # (and "ceiling_metrics": only the metrics a workload names as machine ceilings).
 EVERYTHING = frozenset(NESTED_COLUMNS) | {"metric_lists", "evidence"}
@@ -34,7 +34,7 @@ COLUMNS = ["file", "workload", "version", "work_digest", "case_id", "size", "par
            "unstable", "throughput", "throughput_unit", *TIME_TO_QUALITY, "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
            "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
            "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_premise_absent", "claims_total", "control",
-           "created", "run_id", "commit", "samples", "compare_samples", "compare_by", "metrics", "ceilings", "claims", "phases"]
+           "created", "run_id", "commit", "samples", "compare_samples", "compare_by", "metrics", "ceilings", "claims", "phases", "placement"]
 
 
 def _shown_params(swept: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +122,20 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING,
         if "claims" in keep else None,
         # JSON text {phase: slowest rank's seconds per repeat}, for the same reason as claims
         "phases": json.dumps({k: v.max_s for k, v in record.phases.items()}) if "phases" in keep else None,
+        # JSON text [{phase, dtype, gflops, ...}] of the counted phases (harness.hardware.placement)
+        "placement": placement_json(record) if "phases" in keep else None,
     }
+
+
+PLACEMENT_FIELDS = ("dtype", "gflops", "flop_per_byte", "fraction_of_gemm_ceiling", "fraction_of_peak", "counted_by",
+                    "placement_note")
+
+
+def placement_json(record: Record) -> str | None:
+    """The counted phases of ``record`` as JSON text (None: nothing counted)."""
+    counted = [{"phase": name, **{f: getattr(ph, f) for f in PLACEMENT_FIELDS}}
+               for name, ph in record.phases.items() if ph.gflops is not None]
+    return json.dumps(counted, separators=(",", ":")) if counted else None
 
 
 # machine_info's texts by what they are made of: a reader of 100,000 records makes one per machine

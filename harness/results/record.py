@@ -125,6 +125,22 @@ class PhaseStats:
     per_rank_s: list[float]
     min_s: float = 0.0
     count_per_repeat: float = 0
+    # The work the workload counted in the phase (Workload.work_counts; absent where none was):
+    # per repeat summed over ranks, the rate (mean per repeat over max_s) and where it stands.
+    flops_per_repeat: list[float] | None = None
+    bytes_per_repeat: list[float] | None = None
+    gflops: float | None = None
+    gbs: float | None = None
+    flop_per_byte: float | None = None
+    dtype: str | None = None            # the precision the counted operations ran in (fp32, fp64)
+    counted_by: str | None = None       # how the workload counted them (its work_counts text)
+    fraction_of_peak: float | None = None          # of this machine's peak for the cores used (ctx.peaks)
+    fraction_of_gemm_ceiling: float | None = None  # of this machine's measured GEMM rate (roofline)
+    placement_note: str = ""            # why a fraction is missing, and where the ceiling came from
+
+    def to_json(self) -> dict[str, Any]:
+        """The phase's JSON: the work fields only where work was counted."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and (k != "placement_note" or v)}
 
 
 @dataclass
@@ -344,7 +360,7 @@ class Record:
             elif dataclasses.is_dataclass(value):
                 out[f.name] = dataclasses.asdict(value)
             elif f.name == "phases":
-                out["phases"] = {k: dataclasses.asdict(v) for k, v in value.items()}
+                out["phases"] = {k: v.to_json() for k, v in value.items()}
             else:
                 out[f.name] = value
         return out

@@ -76,6 +76,9 @@ class BraggUnet(Workload):
     default_repeats = 5   # five trainings: the replicates of the claims' intervals
     default_warmup = 0
     throughput = ("train_boxes_per_s", "boxes/s")
+    work_counts = {"forward": ("fp32", "torch.utils.flop_counter on one batch (3D convolutions), x steps trained"),
+                   "backward": ("fp32", "torch.utils.flop_counter on one batch's backward (forward and backward "
+                                        "counted, less the forward), x steps trained")}
     claims = [
         Claim("dice", ">=", 0.80, kind="bounded", bounds=(0.0, 1.0), paper_value=0.82, at_quality=True,
               source="Sullivan et al.: Dice 0.82 on held-out peaks (here against the simulator's 90 % mask)",

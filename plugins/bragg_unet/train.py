@@ -33,6 +33,27 @@ def checksum(model) -> int:
     return zlib.crc32(b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters()))
 
 
+_STEP_FLOPS: dict[tuple, tuple[float, float]] = {}
+
+
+def step_flops(model, xb, yb) -> tuple[float, float]:
+    """(forward, backward) floating-point operations of one training step on the batch ``xb``, as
+    torch's flop counter counts them (convolutions and matrix products), on a copy of ``model``
+    (its weights and BatchNorm statistics untouched). Counted once per network shape and batch shape."""
+    from harness import torch_flops
+
+    from harness_plugins.bragg_unet.model import dice_bce_loss
+
+    key = (type(model).__name__, sum(p.numel() for p in model.parameters()), tuple(xb.shape))
+    if key not in _STEP_FLOPS:
+        twin = copy.deepcopy(model)
+        out = {}
+        forward = torch_flops(lambda: out.update(loss=dice_bce_loss(twin(xb), yb)))
+        both = torch_flops(lambda: dice_bce_loss(twin(xb), yb).backward())
+        _STEP_FLOPS[key] = (float(forward), float(both - forward))
+    return _STEP_FLOPS[key]
+
+
 def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: float, seed: int,
           quality=None, validate=None, log=None) -> dict:
     """Adam on global batches of ``batch`` boxes; returns throughput, agreement and, when
@@ -57,6 +78,9 @@ def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: 
     agree = True
     t_fwd = t_bwd = t_opt = 0.0
     model.train()
+    # (forward, backward) flops of one step, counted on a batch of the same shape before the clock starts
+    counted = step_flops(model, torch.from_numpy(x[:per_rank]).to(dev),
+                         torch.from_numpy(y[:per_rank][:, None].astype(np.float32)).to(dev))
     t0 = time.perf_counter()
     eval_s = 0.0
     best_state = None
@@ -107,6 +131,8 @@ def train(ctx, model, x: np.ndarray, y: np.ndarray, steps: int, batch: int, lr: 
             for group in opt.param_groups:
                 group["lr"] = lr * quality.lr_scale
     seconds = time.perf_counter() - t0
+    ctx.count_work("forward", counted[0] * done)
+    ctx.count_work("backward", counted[1] * done)
     if quality is not None and best_state is not None:
         model.load_state_dict(best_state)
     # BatchNorm running statistics are per rank (local batches); they are averaged once at the

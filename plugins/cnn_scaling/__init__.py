@@ -66,6 +66,9 @@ class CnnScaling(Workload):
              "small": {"steps": 20}, "paper": {"steps": 50, "sweep_max_kib": 65536}}
     default_size = "small"
     throughput = ("train_images_per_s_large", "images/s")
+    work_counts = {"training": ("fp32", "torch.utils.flop_counter on one step per batch size, x steps run (warm-up "
+                                        "step included); the phase holds the all-rank runs and rank 0's runs alone, "
+                                        "so its rate blends both")}
     # the model's predictions are computed, the same in every repeat
     variation = {"allreduce_algorithms_optimal": "exact"}
     claims = [

@@ -37,6 +37,23 @@ def data(n: int, seed: int):
     return x, y
 
 
+_STEP_FLOPS: dict[int, int] = {}
+
+
+def step_flops(batch: int) -> int:
+    """Floating-point operations of one training step (forward and backward) of :func:`build`'s
+    network on ``batch`` images, as torch's flop counter counts them; counted once per batch size."""
+    if batch not in _STEP_FLOPS:
+        import torch
+
+        from harness import torch_flops
+
+        model = build(0)
+        x, y = torch.zeros(batch, 3, 32, 32), torch.zeros(batch, dtype=torch.long)
+        _STEP_FLOPS[batch] = torch_flops(lambda: torch.nn.functional.cross_entropy(model(x), y).backward())
+    return _STEP_FLOPS[batch]
+
+
 def iterations(ctx, per_rank_batch: int, steps: int, use_comm: bool, seed: int = 0) -> dict[str, float]:
     """Median compute and comm seconds per iteration over ``steps`` (after one warmup step)."""
     import torch
@@ -74,6 +91,7 @@ def iterations(ctx, per_rank_batch: int, steps: int, use_comm: bool, seed: int =
         if step:
             compute.append((t1 - t0) + (t3 - t2))
             comm.append(t2 - t1)
+    ctx.count_work("training", step_flops(per_rank_batch) * (steps + 1))
     return {"compute_s": float(np.median(compute)), "comm_s": float(np.median(comm)),
             "iteration_s": float(np.median(np.add(compute, comm))), "gradient_bytes": float(flat.nbytes),
             "step_s": list(np.add(compute, comm))}

@@ -92,6 +92,9 @@ class Dpmm(Workload):
              "paper": {"n": 1000000, "d": 16, "k_true": 10, "burnout": 20, "nmi_curve": False}}
     default_size = "small"
     throughput = ("points_per_s", "points x iterations/s")
+    work_counts = {"local": ("fp64", "the sampler's own count per row and iteration (families.row_flops): K cluster and "
+                                     "2 sub-cluster log-likelihoods and 2 sufficient statistics; bytes: the shard read "
+                                     "4 times per iteration (a lower bound)")}
     # the bytes of one iteration at K = 1 are fixed by d and the message layout, the same in every chain
     variation = {"comm_bytes_per_iteration_k1": "exact"}
     default_ranks = 2

@@ -38,6 +38,8 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
         gathered = np.empty(width * ctx.nranks, dtype=np.int64) if ctx.is_root else None
     agree = True
     loglik = 0.0
+    loglik_flops, stats_flops = fam.row_flops()
+    work = 0.0   # the local phase's flops: K cluster and 2 sub-cluster likelihoods and 2 statistics per row
     for it in range(cfg.iterations):
         t_it = time.perf_counter()
         k_before = k
@@ -51,6 +53,7 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
             model = sample_model(total, master, cfg.alpha) if ctx.is_root else None
         model = comm.bcast(model, root=0)
         hard = it >= cfg.iterations - cfg.argmax_stop
+        work += len(x) * ((len(model["log_w"]) + 2) * loglik_flops + 2 * stats_flops)
         with ctx.phase("local"):
             z, s, ll_local = sample_labels(x, model, rng, hard, fam)
             stats = local_stats(x, z, s, k, fam)
@@ -97,6 +100,7 @@ def run_chain(ctx, x: np.ndarray, p: dict[str, Any], truth: np.ndarray | None,
         if any(kk == 1 for kk, _ in bytes_per_iter) else None,
         "models_identical_on_all_ranks": agree,
     }
+    ctx.count_work("local", work, 8.0 * x.size * 4 * cfg.iterations)
     return {"metrics": metrics, "z": z, "model": model}
 
 

@@ -44,6 +44,12 @@ class Gaussian:
     def loglik(self, x: np.ndarray, theta: Any) -> np.ndarray:
         return gaussian_loglik(x, *theta)
 
+    def row_flops(self) -> tuple[float, float]:
+        """(log-likelihood, statistics) flops per row: x - mu (d), the triangular solve (d^2), the
+        squared norm (2d); the row's sum (d) and outer product (2d^2)."""
+        d = self.d
+        return float(d * d + 3 * d), float(2 * d * d + d)
+
 
 class Multinomial:
     name = "multinomial"
@@ -71,6 +77,10 @@ class Multinomial:
     def loglik(self, x: np.ndarray, theta: Any) -> np.ndarray:
         """sum_d x_d log theta_d for every row: one BLAS matrix-vector product."""
         return x @ theta
+
+    def row_flops(self) -> tuple[float, float]:
+        """(log-likelihood, statistics) flops per row: a dot product (2d); the row's sum (d)."""
+        return float(2 * self.d), float(self.d)
 
 
 FAMILIES = {"gaussian": Gaussian, "multinomial": Multinomial}

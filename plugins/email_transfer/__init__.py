@@ -78,6 +78,9 @@ class EmailTransfer(Workload):
                        "families": list(FAMILIES), "tune_layers": 6}}
     default_size = "small"
     throughput = ("fine_tune_emails_per_s", "emails/s")
+    work_counts = {"fine_tune": ("fp32", "torch.utils.flop_counter on the tuned layers and head at 3 token widths "
+                                         "(exact: a layer's count is quadratic in the width), x every batch trained "
+                                         "and evaluated; MiniLM only (GloVe's fine-tuning is not counted)")}
     default_repeats = 1
     default_warmup = 0
     # the gains vary by seed (training subset and initialisation), not by repeat: one replicate per seed
@@ -110,7 +113,7 @@ class EmailTransfer(Workload):
         offline()
         import torch
 
-        from harness_plugins.email_transfer.cached import CachedMiniLM
+        from harness_plugins.email_transfer.cached import CachedMiniLM, StepFlops
 
         torch.set_num_threads(max(1, ctx.threads))
         p = ctx.params
@@ -123,6 +126,7 @@ class EmailTransfer(Workload):
         if "minilm" in p["families"]:
             encoders["minilm"] = enc = MiniLMEncoder(p["encoder"] == "pretrained", p["seed"], p["max_length"])
             cached = {"pool": CachedMiniLM(enc, pool, p["tune_layers"]), "test": CachedMiniLM(enc, test, p["tune_layers"])}
+            cached["flops"] = StepFlops(cached["pool"], 4, p["encoder_lr"] > 0)
         ctx.state.update(sweep=sweep, pool=pool, y_pool=y_pool, test=test, y_test=y_test, encoders=encoders,
                          cached=cached, verbatim=verbatim_share(pool, test))
 
@@ -158,6 +162,7 @@ class EmailTransfer(Workload):
         losses = {f: {s: [[] for _ in st["sweep"]] for s in STRATEGIES} for f in st["encoders"]}
         tuned_s, tuned = 0.0, 0
         tuned_by_seed = [0.0] * p["seeds"]     # each seed's fine-tuning seconds (compare_by)
+        fine_tune_flops = [0.0]
         for i, n in enumerate(st["sweep"]):
             steps = training_steps(p, n)
             for s in range(p["seeds"]):
@@ -177,7 +182,7 @@ class EmailTransfer(Workload):
                             log = self._log(ctx, n, s, steps)
                             preds["fine_tune"] = fine_tune_top(st["cached"]["pool"], idx, y, st["cached"]["test"],
                                                                classes, s, steps, p["batch"], p["head_lr"],
-                                                               p["encoder_lr"])
+                                                               p["encoder_lr"], st["cached"]["flops"], fine_tune_flops)
                             samples = steps * min(p["batch"], n)
                             log.evaluation(samples, f1_score(st["y_test"], preds["fine_tune"][0], average="macro"))
                             log.stop(True, samples)
@@ -194,6 +199,8 @@ class EmailTransfer(Workload):
                         losses[fam][strategy][i].append(loss)
             ctx.log(f"n={n}: macro-F1 " + ", ".join(f"{f} {s} {np.mean(v[i]):.3f}" for f, by_s in scores.items()
                                                    for s, v in by_s.items()))
+        if fine_tune_flops[0]:
+            ctx.count_work("fine_tune", fine_tune_flops[0])
         out = summarise(scores, st["sweep"], p["margin"], p["rival"])
         for fam, by_strategy in losses.items():   # how far each arm was trained, beside its test figure
             for strategy, per_n in by_strategy.items():

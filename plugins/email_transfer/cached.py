@@ -58,10 +58,71 @@ class CachedMiniLM:
         return torch.cat([self.pooled(np.arange(i, min(n, i + batch))) for i in range(0, n, batch)]).numpy()
 
 
+class StepFlops:
+    """Floating-point operations of fine-tuning's steps and evaluations, as torch's flop counter
+    counts them, for any batch: a transformer layer's count is ``rows x (a + b w + c w^2)`` for
+    ``w`` tokens (projections and feed-forward linear in w, attention quadratic), so three counted
+    one-row batches (4, 8 and 12 tokens) per mode give it exactly, without counting every step."""
+
+    WIDTHS = (4, 8, 12)
+
+    def __init__(self, pool: CachedMiniLM, classes: int, tune_encoder: bool) -> None:
+        from harness import torch_flops
+
+        top = copy.deepcopy(pool.top)
+        top.requires_grad_(tune_encoder)
+        net = head(pool.dim, classes, 0)
+        probe = _Probe(pool, top)
+        self.coef = {}
+        for train in (True, False):
+            counts = []
+            for w in self.WIDTHS:
+                def step(w=w, train=train) -> None:
+                    logits = net(probe.pooled(w))
+                    if train:
+                        torch.nn.functional.cross_entropy(logits, torch.zeros(1, dtype=torch.long)).backward()
+                counts.append(torch_flops(step) if train else _no_grad_flops(step))
+            self.coef[train] = np.linalg.solve(np.array([[1.0, w, w * w] for w in self.WIDTHS]), np.array(counts, float))
+
+    def __call__(self, rows: int, width: int, train: bool) -> float:
+        a, b, c = self.coef[train]
+        return rows * (a + b * width + c * width * width)
+
+
+class _Probe:
+    """A one-row batch of ``w`` tokens through ``top`` (hidden states of the cached width's dtype)."""
+
+    def __init__(self, pool: CachedMiniLM, top) -> None:
+        self.pool, self.top = pool, top
+
+    def pooled(self, w: int) -> torch.Tensor:
+        hidden = torch.zeros(1, w, self.pool.hidden.shape[-1], dtype=self.pool.hidden.dtype)
+        mask = torch.ones(1, w, dtype=self.pool.mask.dtype)
+        additive = (1.0 - mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
+        for layer in self.top:
+            out = layer(hidden, attention_mask=additive)
+            hidden = out[0] if isinstance(out, tuple) else out
+        return hidden.mean(1)
+
+
+def _no_grad_flops(step) -> int:
+    from harness import torch_flops
+
+    with torch.no_grad():
+        return torch_flops(step)
+
+
+def batch_width(cached: CachedMiniLM, rows) -> int:
+    """Tokens the batch ``rows`` runs at (its longest email: :meth:`CachedMiniLM.pooled` trims to it)."""
+    return int(cached.mask[rows].sum(1).max())
+
+
 def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test: CachedMiniLM, classes: int,
-                  seed: int, steps: int, batch: int, head_lr: float, encoder_lr: float) -> Trained:
+                  seed: int, steps: int, batch: int, head_lr: float, encoder_lr: float,
+                  flops: StepFlops | None = None, counted: list[float] | None = None) -> Trained:
     """Test predictions and training loss after ``steps`` Adam updates of a copy of the top
-    layers and the head (``encoder_lr`` 0: the top layers stay as pretrained, only the head learns)."""
+    layers and the head (``encoder_lr`` 0: the top layers stay as pretrained, only the head learns).
+    With ``flops``, the operations of the training and its evaluations are added to ``counted[0]``."""
     top = copy.deepcopy(pool.top)
     top.train()
     net = head(pool.dim, classes, seed)
@@ -73,7 +134,10 @@ def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test
     opt = torch.optim.Adam(groups)
     y = torch.from_numpy(y_train)
     torch.manual_seed(seed)   # dropout masks
+    work = 0.0
     for rows in minibatches(len(y), steps, batch, seed):
+        if flops is not None:
+            work += flops(len(rows), batch_width(pool, idx[rows]), True)
         loss = torch.nn.functional.cross_entropy(net(pool.pooled(idx[rows], top)), y[rows])
         opt.zero_grad()
         loss.backward()
@@ -83,4 +147,8 @@ def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test
         n = len(test.mask)
         logits = torch.cat([net(test.pooled(np.arange(i, min(n, i + 128)), top)) for i in range(0, n, 128)])
         seen = torch.cat([net(pool.pooled(idx[i:i + 128], top)) for i in range(0, len(idx), 128)])
+    if flops is not None and counted is not None:
+        work += sum(flops(len(r), batch_width(test, r), False) for r in (np.arange(i, min(n, i + 128)) for i in range(0, n, 128)))
+        work += sum(flops(len(r), batch_width(pool, r), False) for r in (idx[i:i + 128] for i in range(0, len(idx), 128)))
+        counted[0] += work
     return logits.argmax(1).numpy(), training_loss(seen, y)

@@ -102,6 +102,8 @@ class Kfac(Workload):
     default_repeats = 1
     default_warmup = 0
     throughput = ("train_samples_per_s", "samples/s")
+    work_counts = {"forward_backward": ("fp32", "torch.utils.flop_counter on one batch of the same network "
+                                                "(matmuls of the forward and the parameters' backward), x rows trained")}
     # test accuracy varies by seed (split and initialisation), not by repeat: one replicate per
     # seed, named by the split's seed, so two configurations of one run are paired
     variation = {"test_accuracy": "seeds", "seconds_to_target": "seeds", "epochs_to_target": "seeds"}

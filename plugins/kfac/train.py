@@ -81,6 +81,36 @@ def learning_rate(cfg: dict[str, Any], base_lr: float, step: int, steps: int, n:
     return peak * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
 
 
+_FLOPS_PER_ROW: dict[tuple[int, bool, str], float] = {}
+
+
+def flops_per_row(inputs: int, true_fisher: bool, device: str) -> float:
+    """Floating-point operations of the ``forward_backward`` phase per training row, as torch's
+    flop counter counts them on a fresh network of the same shape (the weights do not change the
+    count): the forward, the parameters' backward, and with ``fisher=true`` the second backward of
+    the sampled labels. Counted once per process, outside every phase."""
+    key = (inputs, true_fisher, device)
+    if key not in _FLOPS_PER_ROW:
+        import torch
+
+        from harness import torch_flops
+
+        rows = 64
+        model = mlp(0, inputs=inputs, device=device)
+        params = list(model.parameters())
+        x, y = torch.zeros(rows, inputs, device=device), torch.zeros(rows, dtype=torch.long, device=device)
+        loss_fn = torch.nn.CrossEntropyLoss()
+
+        def step() -> None:
+            logits = model(x)
+            if true_fisher:
+                torch.autograd.grad(loss_fn(logits, y), params, retain_graph=True)
+            torch.autograd.grad(loss_fn(logits, y), params)
+
+        _FLOPS_PER_ROW[key] = torch_flops(step) / rows
+    return _FLOPS_PER_ROW[key]
+
+
 def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float, seed: int,
                on_eval=None, eval_every: int = 0) -> dict[str, Any]:
     """Train for :func:`step_count` updates; returns the model and its step statistics.
@@ -109,6 +139,8 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
     smooth = cfg["smoothing"] == "smoothout"
     slice_rows = cfg["smooth_slice"] if smooth else per_rank
     stream = batches(len(x), batch, rng)
+    per_row = flops_per_row(x.shape[1], true_fisher, ctx.device)
+    rows = 0
     t0 = time.perf_counter()
     eval_s = 0.0
     for step in range(steps):
@@ -138,6 +170,7 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
                             q.sub_(n)
             for q, g in zip(params, grads):
                 q.grad = g
+        rows += len(idx)
         factors = kfac.batch_factors() if kfac else []
         if ctx.nranks > 1:
             local = _flat([q.grad for q in params] + factors)
@@ -157,6 +190,7 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
             with ctx.phase("validation"):
                 on_eval(model, step + 1)
             eval_s += time.perf_counter() - ta
+    ctx.count_work("forward_backward", per_row * rows)
     return {"model": model, "steps": steps, "train_s": time.perf_counter() - t0 - eval_s, "eval_s": eval_s}
 
 

@@ -83,6 +83,8 @@ class PsgdSvm(Workload):
     default_size = "small"
     default_ranks = 2
     throughput = ("samples_per_s", "samples/s")
+    work_counts = {"compute": ("fp64", "the Pegasos kernel's own count per sample and epoch (train.compute_work): "
+                                       "an upper bound, every margin counted as violated")}
     # timings vary by repeat; accuracies and the objective by seed (one seed per repeat, paired)
     variation = {"accuracy": "seeds", "accuracy_gap": "seeds", "accuracy_vs_reference": "seeds",
                  "final_objective": "seeds"}

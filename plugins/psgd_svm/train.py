@@ -86,6 +86,17 @@ def average(ctx, w: np.ndarray, buf: np.ndarray) -> None:
     np.multiply(buf, 1.0 / ctx.nranks, out=w)
 
 
+def compute_work(epochs: int, n_local: int, d: int, project: bool, full_objective: bool) -> tuple[float, float]:
+    """(flops, bytes) of this rank's training, the kernel's own count: per sample 2d for the margin
+    and 3d for the update (the margin-violated case; a met margin does d: an upper bound), 3d more
+    with Pegasos's projection (norm and scale); per epoch the stopping rule's objective over the
+    rank's rows (3d per row) or one sample's cost (4d). Bytes: each sample's row of x read once
+    (8d), the model staying in cache."""
+    per_sample = (5 + (3 if project else 0)) * d
+    per_epoch = n_local * per_sample + (3 * d * n_local if full_objective else 4 * d)
+    return float(epochs * per_epoch), float(epochs * n_local * 8 * d * (2 if full_objective else 1))
+
+
 def train_and_evaluate(ctx) -> dict[str, Any]:
     """One repeat: train to the stopping rule with model averaging every msf samples, then evaluate."""
     from harness_plugins.psgd_svm.model import (accuracy, block_sequential_epoch, cost, objective,
@@ -147,6 +158,7 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
             average(ctx, w, buf)
     train_s = time.perf_counter() - t0
     comm_s = ctx.comm.comm_seconds() - comm0
+    ctx.count_work("compute", *compute_work(epoch, n_local, x.shape[1], per_sample, p["stop"] != "reference"))
     if algorithm == "parallel" and free:   # the one average, after the (communication-free) training
         average(ctx, w, buf)
     calls1, bytes1, _ = ctx.comm.counters("Allreduce")

@@ -65,6 +65,10 @@ class TfCnn(Workload):
              "paper": {"batch": 64, "steps": 50}}
     default_size = "small"
     throughput = ("images_per_s", "images/s")
+    work_counts = {"forward_backward": ("fp32", "per-layer count (convolutions and dense layers, 2 per multiply-add; "
+                                                "model.forward_flops_per_image) x 3 for training (forward, input and "
+                                                "weight gradients) x images trained"),
+                   "inference": ("fp32", "per-layer count x images predicted")}
     # The library claim is a timing ratio, and oneDNN's start-up choices vary from launch to launch
     # (2.10 [1.82, 2.48] in one launch, 1.65 [1.38, 1.92] over two): 3 launches of 2 repeats each,
     # judged between launches (harness.judging.launches), for about the time 5 repeats in one launch took.
@@ -115,7 +119,7 @@ class TfCnn(Workload):
         from tensorflow.python.util import _pywrap_util_port
 
         from harness_plugins.tf_cnn.data import images, synthetic_batch
-        from harness_plugins.tf_cnn.model import build
+        from harness_plugins.tf_cnn.model import build, forward_flops_per_image
         from harness_plugins.tf_cnn.train import Trainer
 
         tf.config.threading.set_intra_op_parallelism_threads(max(1, ctx.threads))
@@ -135,6 +139,7 @@ class TfCnn(Workload):
         with ctx.phase("math_probe"):   # what is left of the probe's time, before anything is measured
             ran = probe_result(probe) if probe is not None else {}
         ctx.state.update(x=x, y=y, x_test=x_test, y_test=y_test, trainer=trainer, image_size=size, onednn_ran=ran,
+                         forward_flops=forward_flops_per_image(trainer.model),
                          onednn_active=bool(_pywrap_util_port.IsMklEnabled()), tf_version=tf.__version__)
 
     def run(self, ctx) -> dict[str, Any]:
@@ -143,6 +148,7 @@ class TfCnn(Workload):
         import numpy as np
 
         from harness import logs_location, training_log
+        from harness_plugins.tf_cnn.model import TRAINING_FLOPS_PER_FORWARD
         from harness_plugins.tf_cnn.train import sampled_batches, train
 
         p, st = ctx.params, ctx.state
@@ -167,6 +173,7 @@ class TfCnn(Workload):
             train_samples=len(st["x"]), eval_samples=len(st["x_test"]) if p["model"] == "mini" else len(st["x"]),
             seed=p["seed"])
         out.update(train(ctx, trainer, batches, p["steps"], p["batch"]))
+        ctx.count_work("forward_backward", TRAINING_FLOPS_PER_FORWARD * st["forward_flops"] * p["steps"] * p["batch"])
         samples = p["steps"] * p["batch"] * ctx.nranks
         log.event("train_loss", out["loss_last"], samples)
         with ctx.phase("inference"):
@@ -175,6 +182,7 @@ class TfCnn(Workload):
             pred = np.concatenate([trainer.predict(x_eval[i:i + p["batch"]]).numpy()
                                    for i in range(0, len(x_eval), p["batch"])])
             out["inference_images_per_s"] = len(pred) / (time.perf_counter() - t0)
+        ctx.count_work("inference", st["forward_flops"] * len(pred))
         if p["model"] == "mini":
             out["test_accuracy"] = float((pred == st["y_test"]).mean())
             log.evaluation(samples, out["test_accuracy"])

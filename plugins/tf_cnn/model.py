@@ -60,3 +60,40 @@ def build(name: str, size: int, classes: int, width: int, seed: int):
             "inception3": tf.keras.applications.InceptionV3}
     tf.keras.utils.set_random_seed(seed)
     return apps[name](weights=None, input_shape=(size, size, 3), classes=classes, classifier_activation=None)
+
+
+def forward_flops_per_image(model) -> float:
+    """Floating-point operations of one image's forward pass, counted per layer (a multiply-add is
+    2): a convolution 2 x output height x width x kernel height x width x input channels (per group)
+    x output channels, a depthwise one the same with the depth multiplier for output channels, a
+    dense layer 2 x inputs x units per row it is applied to. Pooling, normalisation, activations and
+    the loss count 0: what GEMM-like kernels (oneDNN, Eigen) run, the part a GEMM ceiling speaks of.
+    Models nested in the model (keras.applications' blocks are flat) are counted through."""
+    import numpy as np
+    import tensorflow as tf
+
+    layers = tf.keras.layers
+    total = 0.0
+    for layer in model.layers:
+        if isinstance(layer, tf.keras.Model):
+            total += forward_flops_per_image(layer)
+            continue
+        kernel = getattr(layer, "kernel", None)
+        if kernel is None:
+            continue
+        out = tuple(layer.output.shape[1:])
+        if isinstance(layer, layers.DepthwiseConv2D):
+            kh, kw, cin, mult = kernel.shape
+            total += 2.0 * out[0] * out[1] * kh * kw * cin * mult
+        elif isinstance(layer, layers.Conv2D):
+            kh, kw, cin_per_group, cout = kernel.shape
+            total += 2.0 * out[0] * out[1] * kh * kw * cin_per_group * cout
+        elif isinstance(layer, layers.Dense):
+            rows = float(np.prod(out[:-1])) if len(out) > 1 else 1.0
+            total += 2.0 * rows * kernel.shape[0] * kernel.shape[1]
+    return total
+
+
+# A training step's operations per forward: the forward, the gradient of every layer's input and of
+# its weights (each as many as the forward): the usual 3x of CNN training counts.
+TRAINING_FLOPS_PER_FORWARD = 3.0

@@ -40,7 +40,7 @@ class ReportOptions:
 
 TABLE_READS = frozenset({"metrics"})
 KINDS: dict[str, ReportKind] = {k.name: k for k in (
-    ReportKind("md", "harness.report.kinds.md", frozenset({"claims", "samples", "work_metrics"}), True,
+    ReportKind("md", "harness.report.kinds.md", frozenset({"claims", "samples", "work_metrics", "phases"}), True,
                "Markdown, streamed to stdout or --out"),
     ReportKind("html", "harness.report.kinds.html",
                frozenset({"claims", "phases", "ceiling_metrics", "ceilings", "samples", "work_metrics"}), True,
