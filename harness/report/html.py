@@ -12,6 +12,7 @@ import pandas as pd
 
 from harness.report import plots
 from harness.report.placement import NOTE as PLACEMENT_NOTE, placement_rows
+from harness.report.run_times import NOTE as RUNS_NOTE, run_rows
 from harness.report.machines import report_table
 from harness.report.tables import (CASE_COLUMNS, claim_columns, claim_tally, energy_note, iter_case_rows,
                                    iter_claim_rows, machine_sections, nonempty, overview_sections, table_notes)
@@ -94,6 +95,10 @@ def html_parts(df: pd.DataFrame, problems: list[str], models: list[str] | None =
         yield from _table_parts(columns, rows, verdict_col=None)
         for title, png in plots.placement_figures(df):
             yield "\n" + _img(title, png)
+    columns, rows = run_rows(df)
+    if rows:
+        yield f"\n<h2>Runs and their time</h2>\n<p class='note'>{html.escape(RUNS_NOTE)}</p>"
+        yield from _table_parts(columns, rows, verdict_col=None)
     if problems:
         yield "\n<h2>Unreadable lines</h2><ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in problems) + "</ul>"
     yield "\n</body></html>"

@@ -226,10 +226,14 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
         yield (f"\n\n## {markdown_text(workload)}\n\n" + markdown_table(CASE_COLUMNS, rows)
                + (f"\n\n{markdown_text(note)}" if note else ""))
     from harness.report.placement import NOTE as PLACEMENT_NOTE, placement_rows
+    from harness.report.run_times import NOTE as RUNS_NOTE, run_rows
 
     columns, rows = placement_rows(df)
     if rows:
         yield section("Compute phases on their machine", PLACEMENT_NOTE, columns, rows)
+    columns, rows = run_rows(df)
+    if rows:
+        yield section("Runs and their time", RUNS_NOTE, columns, rows)
     if problems:
         yield "\n\n## Unreadable lines\n\n" + "\n".join(f"- {markdown_text(p)}" for p in problems)
     yield "\n"

@@ -34,7 +34,7 @@ COLUMNS = ["file", "workload", "version", "work_digest", "case_id", "size", "par
            "unstable", "throughput", "throughput_unit", *TIME_TO_QUALITY, "fraction_of_peak", "peak_problem", "comm_fraction", "comm_imbalance",
            "energy_j", "energy_method", "allreduce_profiler", "claims_passed", "claims_failed",
            "claims_inconclusive", "claims_not_evaluated", "claims_not_applicable", "claims_premise_absent", "claims_total", "control",
-           "created", "run_id", "commit", "samples", "compare_samples", "compare_by", "metrics", "ceilings", "claims", "phases", "placement"]
+           "duration_s", "timed_s", "created", "run_id", "commit", "samples", "compare_samples", "compare_by", "metrics", "ceilings", "claims", "phases", "placement"]
 
 
 def _shown_params(swept: dict[str, Any]) -> dict[str, Any]:
@@ -109,6 +109,8 @@ def row(record: Record, source: str = "", keep: frozenset[str] = EVERYTHING,
         "claims_premise_absent": counts["premise_absent"],
         "claims_total": len(claims),
         "control": record.control.role if record.control else "",
+        "duration_s": record.duration_s,       # the case's wall seconds, start-up to verification
+        "timed_s": float(sum(record.samples)),  # of which in measured repeats
         "created": record.created,
         "run_id": record.run_id,
         "commit": record.commit,
