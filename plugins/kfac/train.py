@@ -148,26 +148,34 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
         for group in opt.param_groups:
             group["lr"] = learning_rate(cfg, lr, step, steps, len(x))
         with ctx.phase("forward_backward"):
-            grads = [torch.zeros_like(q) for q in params]
-            for lo in range(0, len(idx), slice_rows):
-                part = idx[lo:lo + slice_rows]
-                frac = len(part) / len(idx)
-                noise = smoothout(model, cfg["smooth_a"], gen) if smooth else None
-                logits = model(xt[part])
-                if true_fisher:   # g from labels sampled from the model's own predictive distribution
-                    probs = torch.softmax(logits.detach(), 1).cpu()   # sampled with the CPU generator
-                    sampled = torch.multinomial(probs, 1, generator=gen)[:, 0].to(logits.device)
+            if len(idx) <= slice_rows and not smooth and not true_fisher:
+                # one slice (no SmoothOut, the empirical Fisher): the step's gradient taken directly,
+                # the same bits as the loop below (0 + g and g x 1.0 are exact) without its
+                # per-parameter zeroing and additions
+                if kfac is not None:
                     kfac.capture, kfac.g_scale = True, 1.0
-                    torch.autograd.grad(loss_fn(logits, sampled), params, retain_graph=True)
-                    kfac.capture = False
-                elif kfac is not None:
-                    kfac.capture, kfac.g_scale = True, frac
-                for g, d in zip(grads, torch.autograd.grad(loss_fn(logits, yt[part]) * frac, params)):
-                    g.add_(d)
-                if noise is not None:
-                    with torch.no_grad():
-                        for q, n in zip(params, noise):
-                            q.sub_(n)
+                grads = list(torch.autograd.grad(loss_fn(model(xt[idx]), yt[idx]), params))
+            else:
+                grads = [torch.zeros_like(q) for q in params]
+                for lo in range(0, len(idx), slice_rows):
+                    part = idx[lo:lo + slice_rows]
+                    frac = len(part) / len(idx)
+                    noise = smoothout(model, cfg["smooth_a"], gen) if smooth else None
+                    logits = model(xt[part])
+                    if true_fisher:   # g from labels sampled from the model's own predictive distribution
+                        probs = torch.softmax(logits.detach(), 1).cpu()   # sampled with the CPU generator
+                        sampled = torch.multinomial(probs, 1, generator=gen)[:, 0].to(logits.device)
+                        kfac.capture, kfac.g_scale = True, 1.0
+                        torch.autograd.grad(loss_fn(logits, sampled), params, retain_graph=True)
+                        kfac.capture = False
+                    elif kfac is not None:
+                        kfac.capture, kfac.g_scale = True, frac
+                    for g, d in zip(grads, torch.autograd.grad(loss_fn(logits, yt[part]) * frac, params)):
+                        g.add_(d)
+                    if noise is not None:
+                        with torch.no_grad():
+                            for q, n in zip(params, noise):
+                                q.sub_(n)
             for q, g in zip(params, grads):
                 q.grad = g
         rows += len(idx)
