@@ -55,3 +55,20 @@ def test_verdicts_without_replicates_are_marked_not_judged_again() -> None:
     assert corrected_statuses([old], "holm") == [NOT_CORRECTED]
     with pytest.raises(ValueError, match="holm"):
         corrected_statuses([old], "bonferonni")
+
+
+def test_a_zero_width_interval_gets_the_p_value_its_sample_can_support() -> None:
+    """16 identical chains give a zero-width interval at every level: their p is the sign test's
+    2 x 0.5^16, not 1e-12 (issue 54); an interval with a width, and a figure declared exact, keep
+    the bisected p."""
+    same = Claim("nmi", ">=", 0.9).evaluate({"nmi": [0.95] * 16})
+    assert same.status == "pass" and same.interval[0] == same.interval[1]
+    assert decision_p(same) == pytest.approx(2 * 0.5 ** 16)
+    five = Claim("nmi", ">=", 0.9).evaluate({"nmi": [0.95] * 5})
+    assert five.status == "pass" and decision_p(five) == pytest.approx(0.0625)
+    # among 40 claims Holm needs p <= 0.05 / 40 for the first: 16 chains still decide, 5 cannot
+    rng = np.random.default_rng(5)
+    assert corrected_statuses([same, *_null_run(rng)[:39]], "holm")[0] == "pass"
+    assert corrected_statuses([five, *_null_run(rng)[:39]], "holm")[0] == "inconclusive"
+    spread = Claim("x", ">=", 0.0).evaluate({"x": list(rng.normal(5.0, 1.0, 10))})
+    assert decision_p(spread) < 1e-4

@@ -136,3 +136,36 @@ def test_a_run_places_each_counted_phase_against_the_ceiling_it_measured_first(h
     assert "## Compute phases on their machine" in text
     row = next(line for line in text.splitlines() if line.startswith("| ") and "| compute | fp64 |" in line)
     assert f"{compute['gflops']:.3g}" in row
+
+
+def test_the_gallery_capture_places_every_counting_workload_in_headless_chromium(harness_cli, tmp_path) -> None:
+    """The AMX capture's html report, rendered by Chromium: the section lists a counted phase of each
+    workload that counts its work, with a fraction of the GEMM ceiling, and draws its figure."""
+    import pathlib
+    import re
+    import shutil
+    import subprocess
+
+    from harness.registry import build_registry
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    capture = pathlib.Path(__file__).resolve().parent.parent / "gallery" / "intel-xeon-amx-2c"
+    html = tmp_path / "r.html"
+    assert harness_cli("report", str(capture), "--out", str(html)).returncode == 0
+    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", html.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    section = r.stdout.split("Compute phases on their machine</h2>", 1)[1].split("<h2>", 1)[0]
+    registry = build_registry()
+    counting = {name for name, w in registry.workloads.items() if w.work_counts
+                and registry.source("workload", name).startswith("hpml-harness:")}
+    rows = re.findall(r"<tr>(.*?)</tr>", section, re.S)
+    placed = {re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[1] for row in rows[1:]}
+    assert counting <= placed, counting - placed
+    fractions = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[6] for row in rows[1:]]
+    assert all(float(f) > 0 for f in fractions), fractions      # every phase against the run's own ceiling
+    assert re.search(r"<img[^>]+alt=\"[^\"]*compute phases on the roofline", section)

@@ -254,3 +254,39 @@ def test_the_cascade_plot_of_performance_portability_is_drawn_whole_and_named_in
     assert figure, "no cascade figure in the rendered page"
     items = re.findall(r"<li>(.*?)</li>", figure.group(1), re.S)
     assert items == legend
+
+
+def test_the_headline_matrix_and_show_count_verdicts_after_the_correction(harness_cli, tmp_path) -> None:
+    """Issue 54: the report's headline and its claims-per-machine matrix, and `harness show`,
+    count each run's verdicts after Holm by default (as judged beside them); --correction none
+    gives the verdicts as judged."""
+    import re
+
+    from harness.judging.claims import ClaimVerdict
+    from harness.judging.multiplicity import corrected_statuses
+
+    capture = ROOT / "gallery" / "intel-xeon-amx-2c"
+    records = [r for r in read_jsonl(capture / "results" / "results.jsonl") if r["status"] == "ok" and not r["control"]]
+    judged = [ClaimVerdict.from_json(c) for r in records for c in r["claims"]]
+    after = [s for s in corrected_statuses(judged, "holm") if s != "not_applicable"]
+    as_judged = [c.status for c in judged if c.status != "not_applicable"]
+    assert after.count("pass") <= as_judged.count("pass")   # a correction only ever takes decisions away
+
+    md = tmp_path / "r.md"
+    assert harness_cli("report", str(capture), "--out", str(md)).returncode == 0
+    head = next(line for line in md.read_text().splitlines() if line.startswith("## Reproduction summary"))
+    assert f"after Holm (family-wise), each run's claims one family: {after.count('pass')} pass" in head
+    assert f"as judged: {as_judged.count('pass')} pass" in head
+    plain = tmp_path / "plain.md"
+    assert harness_cli("report", str(capture), "--correction", "none", "--out", str(plain)).returncode == 0
+    head = next(line for line in plain.read_text().splitlines() if line.startswith("## Reproduction summary"))
+    assert head.startswith(f"## Reproduction summary: paper claims ({as_judged.count('pass')} pass") and "Holm" not in head
+
+    shown = harness_cli("show", str(capture), env={"COLUMNS": "400"})
+    assert shown.returncode == 0 and "claims (after Holm)" in " ".join(shown.stdout.split())
+    lines = shown.stdout.splitlines()
+    header = next(line for line in lines if "after Holm" in line).split("┃")
+    at = next(i for i, cell in enumerate(header) if "after Holm" in cell)
+    cells = [line.split("│")[at] for line in lines if line.startswith("│")]
+    after_counts = [cell.split("(as judged")[0] for cell in cells]
+    assert sum(int(m) for cell in after_counts for m in re.findall(r"(\d+) pass", cell)) == after.count("pass")

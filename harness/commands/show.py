@@ -7,8 +7,8 @@ import functools
 from rich.table import Table
 from rich.text import Text
 
-from harness.commands.common import console, warn_unreadable
-from harness.judging.verdicts import summarize_claims
+from harness.commands.common import add_correction_option, console, warn_unreadable
+from harness.judging.verdicts import counts_text, summarize_claims
 from harness.errors import UsageError
 from harness.results.record import Record
 from harness.results.scan import scan
@@ -20,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("show", help="print a table of results files or folders")
     p.add_argument("results", nargs="+", help="results .jsonl files or folders holding them")
     p.add_argument("--metrics", action="store_true", help="add a column with each case's metrics")
+    add_correction_option(p)
     p.set_defaults(func=main)
 
 
@@ -27,8 +28,32 @@ def _fmt(x: float | None, unit: str = "") -> str:
     return "" if x is None else f"{x:.4g}{unit}"
 
 
-def _cells(record: Record, source: str, metrics: bool = False) -> list[str]:
-    return row(record, metrics)
+def _cells(record: Record, source: str, metrics: bool = False) -> tuple[list[str], str, list[dict], bool]:
+    """The row's cells, and what the correction over its run needs: the run, its verdicts, and
+    whether they count (an ok case, not a control's)."""
+    return (row(record, metrics), record.run_id, [c.to_json() for c in record.claims],
+            record.ok and record.control is None)
+
+
+def corrected_claims(found: list[tuple[list[str], str, list[dict], bool]], method: str) -> list[str]:
+    """Each row's verdict counts after ``method`` over the claims of its run (one family per run,
+    ok non-control cases only, as the report's); the others' as judged."""
+    from harness.judging.claims import ClaimVerdict
+    from harness.judging.intervals import DEFAULT_CONFIDENCE
+    from harness.judging.multiplicity import corrected_statuses
+
+    statuses: list[list[str]] = [[c["status"] for c in claims] for _, _, claims, _ in found]
+    if method != "none":
+        runs: dict[str, list[tuple[int, int, ClaimVerdict]]] = {}
+        for i, (_, run, claims, counted) in enumerate(found):
+            if counted:
+                runs.setdefault(run, []).extend((i, j, ClaimVerdict.from_json(c)) for j, c in enumerate(claims))
+        for members in runs.values():
+            judged = [v for _, _, v in members]
+            level = next((v.confidence for v in judged if v.confidence), DEFAULT_CONFIDENCE)
+            for (i, j, _), status in zip(members, corrected_statuses(judged, method, level)):
+                statuses[i][j] = status
+    return [counts_text({s: row.count(s) for s in set(row)}) for row in statuses]
 
 
 def row(record: Record, metrics: bool = False) -> list[str]:
@@ -46,7 +71,7 @@ def row(record: Record, metrics: bool = False) -> list[str]:
         _fmt(stats.cov if stats else None) + (" !" if stats and stats.unstable else ""),
         _fmt(value, f" {unit}"),
         _fmt(record.comm.fraction_max if record.comm else None),
-        summarize_claims(record.claims),
+        summarize_claims(record.claims),   # as judged; main() gives the counts after the correction
         placement_text(record),
         record.reason.splitlines()[0][:100] if record.reason else "",
     ]
@@ -58,6 +83,8 @@ def row(record: Record, metrics: bool = False) -> list[str]:
 
 COLUMNS = ["workload", "size", "params", "backend", "ranks x thr", "status", "median", "95% CI",
            "CoV", "throughput", "comm frac", "claims", "compute rate", "reason"]
+CLAIMS_AT = COLUMNS.index("claims")
+SHORT_NAMES = {"holm": "after Holm", "bh": "after BH"}   # the column's name: the table is narrow
 
 
 def placement_text(record: Record) -> str:
@@ -76,11 +103,22 @@ def placement_text(record: Record) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    rows, problems = scan(args.results, functools.partial(_cells, metrics=args.metrics))
+    found, problems = scan(args.results, functools.partial(_cells, metrics=args.metrics))
     warn_unreadable(problems)
-    if not rows:
+    if not found:
         raise UsageError(f"no readable records in {', '.join(args.results)}")
     columns = COLUMNS + (["metrics"] if args.metrics else [])
+    rows = [cells for cells, _, _, _ in found]
+    if args.correction != "none":
+        for cells, after in zip(rows, corrected_claims(found, args.correction)):
+            judged = cells[CLAIMS_AT]
+            cells[CLAIMS_AT] = after if after == judged else f"{after} (as judged: {judged})"
+        columns[CLAIMS_AT] = f"claims ({SHORT_NAMES[args.correction]})"
+    rate_at = COLUMNS.index("compute rate")
+    if not any(cells[rate_at] for cells in rows):   # no record counted its work: no empty column
+        del columns[rate_at]
+        for cells in rows:
+            del cells[rate_at]
     if len(rows) > RICH_ROWS:
         plain_table(f"{len(rows)} record(s)", columns, rows)
         return 0

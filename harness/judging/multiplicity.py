@@ -42,15 +42,35 @@ def decision_p(verdict: ClaimVerdict, confidence: float = DEFAULT_CONFIDENCE) ->
     decided = lambda p: rejudge(verdict, 1 - p).status in ("pass", "fail")  # noqa: E731
     if not decided(1 - confidence):
         return 1.0
+    floor = sample_floor(verdict)
     lo, hi = math.log(1e-12), math.log(1 - confidence)   # bisected on log p: decided at hi, maybe not at lo
     if decided(math.exp(lo)):
-        return 1e-12
+        return max(1e-12, floor)
     for _ in range(30):
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if decided(math.exp(mid)) else (mid, hi)
         if hi - lo < 1e-3:
             break
-    return math.exp(hi)
+    return max(math.exp(hi), floor)
+
+
+def sample_floor(verdict: ClaimVerdict) -> float:
+    """The smallest p-value the verdict's sample can support when its interval has no width:
+    replicates that are all equal (16 identical chains) give a t or bootstrap interval of zero
+    width at every level, so its bisected p would be 1e-12, whatever n. Their evidence is then
+    what the two-sided sign test can say of n replicates all on the decided side: 2 x 0.5^n (16
+    replicates: 3.1e-5; 5: 0.0625, which no correction lets decide). 0 for an interval with a
+    width, and for a figure declared exact (``source: exact``: one deterministic value is the
+    whole evidence, no sample)."""
+    interval, evidence = verdict.interval, verdict.evidence or {}
+    if (not interval or interval[0] is None or interval[1] is None or interval[0] != interval[1]
+            or evidence.get("source") == "exact"):
+        return 0.0
+    n = len(evidence.get("values") or ())
+    base = evidence.get("baseline_values")
+    if base:
+        n = min(n, len(base))
+    return min(1.0, 2.0 * 0.5 ** n) if n else 1.0
 
 
 def corrected_statuses(verdicts: Sequence[ClaimVerdict], method: str = DEFAULT_CORRECTION,

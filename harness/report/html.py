@@ -14,7 +14,7 @@ from harness.report import plots
 from harness.report.placement import NOTE as PLACEMENT_NOTE, placement_rows
 from harness.report.run_times import NOTE as RUNS_NOTE, run_rows
 from harness.report.machines import report_table
-from harness.report.tables import (CASE_COLUMNS, claim_columns, claim_tally, energy_note, iter_case_rows,
+from harness.report.tables import (CASE_COLUMNS, claim_columns, claim_note, claim_tally, energy_note, iter_case_rows,
                                    iter_claim_rows, machine_sections, nonempty, overview_sections, table_notes)
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
@@ -56,7 +56,8 @@ def html_parts(df: pd.DataFrame, problems: list[str], models: list[str] | None =
     for title, columns, rows, note in overview_sections(df):
         yield f"\n<h2>{html.escape(title)}</h2>\n<p class='note'>{html.escape(note)}</p>"
         yield from _table_parts(columns, rows, verdict_col=None)
-    yield f"\n<h2>Reproduction summary: paper claims ({html.escape(claim_tally(df))})</h2>\n"
+    yield (f"\n<h2>Reproduction summary: paper claims ({html.escape(claim_tally(df))})</h2>\n"
+           f"<p class='note'>{html.escape(claim_note(df))}</p>\n")
     claims = nonempty(iter_claim_rows(df))
     if claims is None:
         yield "<p>No claims were evaluated.</p>"

@@ -31,7 +31,7 @@ import pandas as pd
 
 from harness.judging.intervals import DEFAULT_CONFIDENCE, ratio_of_medians
 from harness.report.units import joules_per_item
-from harness.report.verdicts import verdicts
+from harness.report.verdicts import corrections, verdicts
 from harness.results.frame import TIME_TO_QUALITY
 from harness.judging.intervals import bootstrap_medians
 
@@ -218,16 +218,19 @@ def report_table(df: pd.DataFrame) -> pd.DataFrame | None:
 
 def verdict_matrix(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """(machines, rows): one row per claim (workload: claim text), one cell per machine with its
-    verdicts there ("pass", "fail", "2 pass, 1 inconclusive", "" where not evaluated)."""
+    verdicts there ("pass", "fail", "2 pass, 1 inconclusive", "" where not evaluated), after the
+    report's correction over each run's claims (``df.attrs["correction"]``, Holm by default)."""
     data = df[(df.control.fillna("") == "") & df.claims.notna()]
     names = machines_of(data) if not data.empty else []
+    after = corrections(df)   # {} without a correction: the verdicts as judged
     cells: dict[str, dict[str, list[str]]] = {}
     for r in data.itertuples():
-        for c in verdicts(r.claims):
-            if c.status in ("not_applicable", "not_evaluated"):
+        for j, c in enumerate(verdicts(r.claims)):
+            status = after.get((r.Index, j), c.status)
+            if status in ("not_applicable", "not_evaluated"):
                 continue
             cells.setdefault(f"{r.workload}: {c.text}", {}).setdefault(r.machine, []).append(
-                "FAIL" if c.status == "fail" else c.status.replace("_", " "))
+                "FAIL" if status == "fail" else status.replace("_", " "))
     rows = []
     for claim in sorted(cells):
         row = [claim]

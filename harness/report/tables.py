@@ -10,12 +10,11 @@ import pandas as pd
 
 from harness.judging.verdicts import counts_text
 from harness.judging.verdicts import rejudge
-from harness.judging.multiplicity import NAMES, corrected_statuses
+from harness.judging.multiplicity import NAMES
 from harness.report.claim_text import VERDICT_TEXT, interval_source, measured_text, num_text, verdict_text
 from harness.report.units import energy_text
-from harness.report.verdicts import verdicts
+from harness.report.verdicts import correcting, corrections, verdicts
 from harness.output.safe_text import markdown_cell, markdown_text
-from harness.judging.intervals import DEFAULT_CONFIDENCE
 
 CASE_COLUMNS = ["params", "size", "machine", "backend", "library", "ranks x threads", "status",
                 "median (s)", "95% CI (s)", "throughput", "% of peak", "comm frac", "comm imbalance",
@@ -121,35 +120,10 @@ def iter_claim_rows(df: pd.DataFrame) -> Iterator[list[str]]:
             yield row
 
 
-def correcting(df: pd.DataFrame) -> str | None:
-    """The correction the report applies over each run's claims (``df.attrs``), None for none."""
-    method = df.attrs.get("correction")
-    return method if method and method != "none" else None
-
-
 def claim_columns(df: pd.DataFrame) -> list[str]:
     """The reproduction summary's columns, with the corrected verdict's where the report corrects."""
     method = correcting(df)
     return CLAIM_COLUMNS if method is None else [*CLAIM_COLUMNS[:5], f"after {NAMES[method]}", *CLAIM_COLUMNS[5:]]
-
-
-def corrections(df: pd.DataFrame) -> dict[tuple[Any, int], str]:
-    """(row index, claim index) -> the verdict after the report's correction, one family per run
-    (harness.judging.multiplicity); {} without a correction."""
-    method = correcting(df)
-    if method is None:
-        return {}
-    out: dict[tuple[Any, int], str] = {}
-    ok = df[(df.status == "ok") & (df.control.fillna("") == "")]
-    for _, group in ok.groupby("run_id", sort=False) if "run_id" in ok else [(None, ok)]:
-        keys, judged = [], []
-        for idx, claims in zip(group.index, group.claims):
-            for j, c in enumerate(verdicts(claims)):
-                keys.append((idx, j))
-                judged.append(c)
-        level = next((c.confidence for c in judged if c.confidence), DEFAULT_CONFIDENCE)
-        out.update(zip(keys, corrected_statuses(judged, method, level)))
-    return out
 
 
 def swept_text(swept: dict[str, Any]) -> str:
@@ -158,13 +132,33 @@ def swept_text(swept: dict[str, Any]) -> str:
 
 
 def claim_tally(df: pd.DataFrame) -> str:
-    """'12 pass, 3 FAIL, 4 inconclusive; 20 not applicable' over the ok, non-control cases."""
+    """The headline over the ok, non-control cases: with a correction (the default, Holm), the
+    counts after it first, then as judged: 'after Holm (family-wise), each run's claims one
+    family: 81 pass, 5 FAIL, 34 inconclusive; as judged: 92 pass, 7 FAIL, 21 inconclusive; 160
+    not applicable (not listed)'."""
     judged = df[(df.status == "ok") & (df.control == "")]
     counts = {s: int(judged[col].sum()) for s, col in COUNT_COLUMNS.items()}
-    shown = ", ".join(f"{counts[s]} {VERDICT_TEXT[s]}" for s in ("pass", "fail", "inconclusive", "not_evaluated")
-                      if counts[s])
+    order = ("pass", "fail", "inconclusive", "not_evaluated", "premise_absent")
+    shown = ", ".join(f"{counts[s]} {VERDICT_TEXT[s]}" for s in order if counts[s]) or "none"
     skipped = f"{counts['not_applicable']} not applicable (not listed)" if counts["not_applicable"] else ""
-    return "; ".join(t for t in (shown or "none", skipped) if t)
+    method = correcting(df)
+    if method is not None:
+        after = [status for status in corrections(df).values() if status != "not_applicable"]
+        kinds = list(dict.fromkeys([*order, *after]))
+        text = ", ".join(f"{after.count(s)} {VERDICT_TEXT.get(s, s)}" for s in kinds if after.count(s)) or "none"
+        shown = f"after {NAMES[method]}, each run's claims one family: {text}; as judged: {shown}"
+    return "; ".join(t for t in (shown, skipped) if t)
+
+
+def claim_note(df: pd.DataFrame) -> str:
+    """What the reproduction summary's counts and verdict columns are: the family and the method."""
+    method = correcting(df)
+    if method is None:
+        return "Each verdict as judged on its own interval, with no correction over the claims read together."
+    return (f"Each verdict as judged on its own interval, and after {NAMES[method]} over the family of every claim "
+            "judged in one run (one `harness run` or capture; records of several runs are several families): a decided "
+            "verdict whose interval does not survive the correction reads inconclusive there. The headline counts the "
+            "verdicts after the correction first; `--correction bh` or `none` changes the method.")
 
 
 def rejudged(df: pd.DataFrame, confidence: float | None) -> pd.DataFrame:
@@ -212,7 +206,7 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
            + (f" {energy}." if energy else ""))
     for title, columns, rows, note in overview_sections(df):
         yield section(title, note, columns, rows)
-    yield f"\n\n## Reproduction summary: paper claims ({claim_tally(df)})\n\n"
+    yield f"\n\n## Reproduction summary: paper claims ({claim_tally(df)})\n\n" + markdown_text(claim_note(df)) + "\n\n"
     claims = nonempty(iter_claim_rows(df))
     if claims is None:
         yield "No claims were evaluated."
@@ -272,8 +266,12 @@ def overview_sections(df: pd.DataFrame) -> Iterator[tuple[str, list[str], list[l
                "machine is faster.")
     names, rows = machines.verdict_matrix(df)
     if rows:
+        method = correcting(df)
         yield ("Claims per machine", ["claim", *names], rows,
-               "One row per claim, one column per machine: the verdicts of that machine's cases.")
+               "One row per claim, one column per machine: the verdicts of that machine's cases"
+               + (f", after {NAMES[method]} over the claims of each run (the family: every claim one `harness run` "
+                  "judged; a decided verdict whose interval does not survive the correction reads inconclusive; "
+                  "--correction none gives them as judged)." if method else ", as judged (no correction)."))
 
 
 def machine_sections(df: pd.DataFrame, wide: pd.DataFrame | None = None) -> Iterator[tuple[str, list[str], list[list[str]], str]]:

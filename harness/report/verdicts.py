@@ -1,10 +1,15 @@
-"""A frame row's claims column as verdicts: for the report's tables and its machine views alike."""
+"""A frame row's claims column as verdicts, as judged and after the report's correction over each
+run's claims: for the report's tables and its machine views alike."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pandas as pd
+
 from harness.judging.claims import ClaimVerdict
+from harness.judging.intervals import DEFAULT_CONFIDENCE
+from harness.judging.multiplicity import corrected_statuses
 
 
 def verdicts(claims: str | list[dict[str, Any]] | None) -> list[ClaimVerdict]:
@@ -12,3 +17,34 @@ def verdicts(claims: str | list[dict[str, Any]] | None) -> list[ClaimVerdict]:
     if isinstance(claims, str):
         claims = json.loads(claims)
     return [ClaimVerdict.from_json(c) for c in claims or []]
+
+
+def correcting(df: pd.DataFrame) -> str | None:
+    """The correction the report applies over each run's claims (``df.attrs``), None for none."""
+    method = df.attrs.get("correction")
+    return method if method and method != "none" else None
+
+
+def corrections(df: pd.DataFrame) -> dict[tuple[Any, int], str]:
+    """(row index, claim index) -> the verdict after the report's correction, one family per run
+    (harness.judging.multiplicity); {} without a correction."""
+    method = correcting(df)
+    if method is None:
+        return {}
+    key = (method, hash((tuple(df.index), tuple(df.status), tuple(df.run_id) if "run_id" in df else (),
+                         tuple(df.claims))))
+    cached = df.attrs.get("_corrected")
+    if cached is not None and cached[0] == key:   # the headline, the summary and the matrix share one
+        return cached[1]
+    out: dict[tuple[Any, int], str] = {}
+    ok = df[(df.status == "ok") & (df.control.fillna("") == "")]
+    for _, group in ok.groupby("run_id", sort=False) if "run_id" in ok else [(None, ok)]:
+        keys, judged = [], []
+        for idx, claims in zip(group.index, group.claims):
+            for j, c in enumerate(verdicts(claims)):
+                keys.append((idx, j))
+                judged.append(c)
+        level = next((c.confidence for c in judged if c.confidence), DEFAULT_CONFIDENCE)
+        out.update(zip(keys, corrected_statuses(judged, method, level)))
+    df.attrs["_corrected"] = (key, out)
+    return out
