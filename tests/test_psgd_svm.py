@@ -71,6 +71,9 @@ def test_two_ranks_call_counts_and_identical_models(harness_cli, tmp_path, profi
     if profiler == "python":
         assert records[0]["protocol"]["allreduce_profiler_note"] == "HARNESS_PMPI=0"
     assert [rec["params"]["msf"] for rec in records] == [1, 7, 100]
+    for rec in records:   # the cost of one synchronisation, beside the speed-up it explains
+        m = rec["metrics"]
+        assert m["allreduce_us_per_call"] == pytest.approx(1e6 * m["comm_s"] / m["allreduce_calls"])
     for rec in records:   # the same kernel work whatever msf: only the traffic differs
         assert_work_counted(rec, "compute")
         assert rec["phases"]["compute"]["flop_per_byte"] == pytest.approx(records[0]["phases"]["compute"]["flop_per_byte"])

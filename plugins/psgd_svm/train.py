@@ -216,6 +216,9 @@ def train_and_evaluate(ctx) -> dict[str, Any]:
         "samples_per_s": n_local * nranks * epoch / train_s if train_s > 0 else 0.0,
         "allreduce_calls": calls1 - calls0,
         "allreduce_bytes": bytes1 - bytes0,
+        # the measured cost of one synchronisation in the training window: msf=1's time is mostly
+        # calls x this, so the speed-up over it tracks this machine's Allreduce latency (issue 54)
+        "allreduce_us_per_call": 1e6 * comm_s / (calls1 - calls0) if calls1 > calls0 else None,
         "expected_allreduce_calls": ((1 + epoch * per_epoch_syncs + (msf == 0 or free))
                                      if algorithm == "parallel" else 0),
         "model_spread": spread,
