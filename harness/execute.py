@@ -302,22 +302,22 @@ def execute(case: Case, session: Session, show: Callable[[str], None] | None = N
         record.status, record.reason = _failure_reason(proc, files, case)
         return record
 
-    fill_from_result(record, WorkerResult.read(files), case, session)
+    fill_from_result(record, WorkerResult.read(files), case, session, spec.peaks)
     return record
 
 
-def fill_from_result(record: Record, result: WorkerResult, case: Case, session: Session) -> None:
-    """Samples, statistics, phases, comm, verification and metrics from a worker result."""
+def fill_from_result(record: Record, result: WorkerResult, case: Case, session: Session,
+                     peaks: dict[str, Any]) -> None:
+    """Samples, statistics, phases, comm, verification and metrics from a worker result; ``peaks``:
+    the machine's peaks for the case's cores, as the worker was given them."""
     ranks = result.ranks
     record.samples = repeat_samples(ranks)
     record.sample_launches = [0] * len(record.samples)   # a later launch or round renumbers on merging
     record.samples_per_rank = [r["samples"] for r in ranks]
     record.stats = Stats(**summarize(record.samples, session.unstable_cov))
     record.phases = {k: PhaseStats(**v) for k, v in phase_summary(ranks).items()}
-    cores = case.ranks * case.threads
-    place_phases(record.phases, session.registry.workload(case.workload).work_counts,
-                 machine_peaks(session.hardware, session.profile, session.profile_data, cores),
-                 gemm_ceilings(session.index.records, session.identity["key"]), cores)
+    place_phases(record.phases, session.registry.workload(case.workload).work_counts, peaks,
+                 gemm_ceilings(session.index.records, session.identity["key"]), case.ranks * case.threads)
     comm = comm_summary(ranks, case.repeats)
     record.comm = CommSummary(**comm) if comm else None
     record.resources.update(resource_summary(ranks))

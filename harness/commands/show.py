@@ -39,20 +39,15 @@ def corrected_claims(found: list[tuple[list[str], str, list[dict], bool]], metho
     """Each row's verdict counts after ``method`` over the claims of its run (one family per run,
     ok non-control cases only, as the report's); the others' as judged."""
     from harness.judging.claims import ClaimVerdict
-    from harness.judging.intervals import DEFAULT_CONFIDENCE
-    from harness.judging.multiplicity import corrected_statuses
+    from harness.judging.multiplicity import corrected_by_family
 
     statuses: list[list[str]] = [[c["status"] for c in claims] for _, _, claims, _ in found]
     if method != "none":
-        runs: dict[str, list[tuple[int, int, ClaimVerdict]]] = {}
-        for i, (_, run, claims, counted) in enumerate(found):
-            if counted:
-                runs.setdefault(run, []).extend((i, j, ClaimVerdict.from_json(c)) for j, c in enumerate(claims))
-        for members in runs.values():
-            judged = [v for _, _, v in members]
-            level = next((v.confidence for v in judged if v.confidence), DEFAULT_CONFIDENCE)
-            for (i, j, _), status in zip(members, corrected_statuses(judged, method, level)):
-                statuses[i][j] = status
+        after = corrected_by_family(((run, (i, j), ClaimVerdict.from_json(c))
+                                     for i, (_, run, claims, counted) in enumerate(found) if counted
+                                     for j, c in enumerate(claims)), method)
+        for (i, j), status in after.items():
+            statuses[i][j] = status
     return [counts_text({s: row.count(s) for s in set(row)}) for row in statuses]
 
 

@@ -20,7 +20,7 @@ before schema 3) cannot be judged again: they are left out of the family and mar
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from harness.judging.claims import ClaimVerdict
 from harness.judging.verdicts import rejudge
@@ -101,6 +101,22 @@ def corrected_statuses(verdicts: Sequence[ClaimVerdict], method: str = DEFAULT_C
     for _, i in family:
         if out[i] in ("pass", "fail") and i not in kept:
             out[i] = "inconclusive"
+    return out
+
+
+def corrected_by_family(members: Iterable[tuple[Hashable, Hashable, ClaimVerdict]],
+                        method: str = DEFAULT_CORRECTION) -> dict[Hashable, str]:
+    """``{key: status after method}`` for ``(family, key, verdict)`` triples: the verdicts of one
+    family (a run id: the claims one run judged) corrected together, at the level they were judged
+    at; what the report's tables and `harness show` count."""
+    families: dict[Hashable, list[tuple[Hashable, ClaimVerdict]]] = {}
+    for family, key, verdict in members:
+        families.setdefault(family, []).append((key, verdict))
+    out: dict[Hashable, str] = {}
+    for items in families.values():
+        judged = [verdict for _, verdict in items]
+        level = next((v.confidence for v in judged if v.confidence), DEFAULT_CONFIDENCE)
+        out.update(zip((key for key, _ in items), corrected_statuses(judged, method, level)))
     return out
 
 

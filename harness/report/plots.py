@@ -13,6 +13,7 @@ from harness.judging.verdicts import as_number
 from harness.output.plotting import plain_log_ticks
 from harness.output.plotting import pyplot as _plt
 from harness.output.safe_text import one_line
+from harness.report.placement import placed
 
 
 def _png(fig: Any) -> bytes | None:
@@ -143,8 +144,6 @@ def roofline_figure(df: pd.DataFrame) -> bytes | None:
                 ax.plot(flops / moved, flops / r.median_s / 1e9, "o", color=c)
                 ax.annotate(r.workload, (flops / moved, flops / r.median_s / 1e9), fontsize=6,
                             xytext=(3, 3), textcoords="offset points")
-    from harness.report.placement import placed
-
     for r, ph in placed(df):   # counted phases whose bytes were counted too, at their intensity
         c = colour.get(one_line(r.machine))
         if c is not None and ph.get("flop_per_byte") and ph.get("dtype") == "fp64":
@@ -158,8 +157,6 @@ def placement_figures(df: pd.DataFrame) -> list[tuple[str, bytes]]:
     """Per machine: every counted phase as a point at its achieved GFLOP/s (log axis), one row per
     phase, with the machine's GEMM ceilings and peaks per precision as vertical lines (read back
     from the fractions the records hold)."""
-    from harness.report.placement import placed
-
     by_machine: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for r, ph in placed(df):
         label = f"{r.workload}[{r.size}] {r.ranks}x{r.threads} {ph['phase']} ({ph.get('dtype') or '?'})"

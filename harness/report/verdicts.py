@@ -8,8 +8,7 @@ from typing import Any
 import pandas as pd
 
 from harness.judging.claims import ClaimVerdict
-from harness.judging.intervals import DEFAULT_CONFIDENCE
-from harness.judging.multiplicity import corrected_statuses
+from harness.judging.multiplicity import corrected_by_family
 
 
 def verdicts(claims: str | list[dict[str, Any]] | None) -> list[ClaimVerdict]:
@@ -36,15 +35,9 @@ def corrections(df: pd.DataFrame) -> dict[tuple[Any, int], str]:
     cached = df.attrs.get("_corrected")
     if cached is not None and cached[0] == key:   # the headline, the summary and the matrix share one
         return cached[1]
-    out: dict[tuple[Any, int], str] = {}
     ok = df[(df.status == "ok") & (df.control.fillna("") == "")]
-    for _, group in ok.groupby("run_id", sort=False) if "run_id" in ok else [(None, ok)]:
-        keys, judged = [], []
-        for idx, claims in zip(group.index, group.claims):
-            for j, c in enumerate(verdicts(claims)):
-                keys.append((idx, j))
-                judged.append(c)
-        level = next((c.confidence for c in judged if c.confidence), DEFAULT_CONFIDENCE)
-        out.update(zip(keys, corrected_statuses(judged, method, level)))
+    runs = ok.run_id if "run_id" in ok else [None] * len(ok)
+    out = corrected_by_family(((run, (idx, j), c) for run, idx, claims in zip(runs, ok.index, ok.claims)
+                               for j, c in enumerate(verdicts(claims))), method)
     df.attrs["_corrected"] = (key, out)
     return out

@@ -91,7 +91,7 @@ def compute_work(epochs: int, n_local: int, d: int, project: bool, full_objectiv
     and 3d for the update (the margin-violated case; a met margin does d: an upper bound), 3d more
     with Pegasos's projection (norm and scale); per epoch the stopping rule's objective over the
     rank's rows (3d per row) or one sample's cost (4d). Bytes: each sample's row of x read once
-    (8d), the model staying in cache."""
+    (8d), and once more by the full objective, the model staying in cache."""
     per_sample = (5 + (3 if project else 0)) * d
     per_epoch = n_local * per_sample + (3 * d * n_local if full_objective else 4 * d)
     return float(epochs * per_epoch), float(epochs * n_local * 8 * d * (2 if full_objective else 1))
