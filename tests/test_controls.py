@@ -128,6 +128,46 @@ def test_builtin_claim_fails_under_its_control(control_runs, workload: str, clai
                                          f"({verdict['control']['why']}): measured {verdict['measured']}")
 
 
+# An ablation removes the mechanism and keeps the rest, so its two arms run different code or data
+# and their figures differ somewhere; a zero-width interval at exactly no difference (0 for a
+# difference or gain, 1 for a ratio) means the arms were one computation, and such a control fails
+# whatever the workload does (issue 54). Controls known to be copies, each with what ends it:
+KNOWN_COPIES: dict[tuple[str, str], str] = {
+    ("kfac", "difference of test_accuracy vs optimizer=sgd, fisher=empirical <= -0.005"):
+        "issue 54: damping 1e12 makes K-FAC's step SGD's to within rounding: every seed's test accuracy equal",
+    ("kfac", "difference of test_accuracy vs smoothing=none >= 0.005"):
+        "issue 54: SmoothOut at amplitude 0 is plain K-FAC: every seed's test accuracy equal",
+    ("bragg_unet", "dice_transfer_gain >= 0.02"):
+        "issue 54: pretrain=none starts the transferred network where the scratch one starts: one training",
+}
+COMPARES_ARMS = ("gain", "margin", "gap")   # a within-case figure of one arm against another
+
+
+def _copy_params() -> list:
+    out = []
+    for name in BUILTIN:
+        for claim in REGISTRY.workload(name).claims:
+            if claim.control is None or claim.control.kind != "ablation" or not (
+                    claim.relative_to is not None or any(w in claim.metric for w in COMPARES_ARMS)):
+                continue
+            marks = list(MARKS[name])
+            if (name, claim.text) in KNOWN_COPIES:
+                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_COPIES[(name, claim.text)]))
+            out.append(pytest.param(name, claim.text, marks=marks, id=f"{name}: {claim.text}"))
+    return out
+
+
+@pytest.mark.parametrize(("workload", "claim_text"), _copy_params())
+def test_an_ablations_arms_are_not_one_computation(control_runs, workload: str, claim_text: str) -> None:
+    _, out = control_runs(workload)
+    (verdict,) = [c for r in read_jsonl(out / "results.jsonl") if r["control"]["role"] == "control"
+                  for c in r["claims"] if c["control"] is not None and _text(c) == claim_text]
+    same = 1.0 if verdict["transform"] in ("ratio", "speedup") else 0.0
+    assert not (verdict["interval"] == [same, same] and verdict["measured"] == same), (
+        f"{workload}: {claim_text}: every replicate of the ablation is {same:g} exactly: its arms are one "
+        "computation, so the control cannot tell a working reproduction from a broken one")
+
+
 def _text(c: dict) -> str:
     from harness.judging.claims import claim_text
     return claim_text(c["metric"], c["comparison"], c["threshold"], c["transform"], c["relative_to"])

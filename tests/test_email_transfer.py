@@ -50,6 +50,37 @@ def test_crossover_needs_behind_below_and_ahead_from_n_star_on() -> None:
     assert crossover([-0.005, 0.03], 0.01) is None                # never behind by the margin
 
 
+def _scripted(losses: list[float]):
+    """A training step that returns the next of ``losses`` (and counts its calls)."""
+    calls = []
+
+    def step(rows) -> float:
+        calls.append(len(rows))
+        return losses[min(len(calls), len(losses)) - 1]
+    return step, calls
+
+
+def test_an_arm_trains_whole_epochs_until_the_loss_target_a_plateau_or_the_budget() -> None:
+    from harness_plugins.email_transfer.strategies import StopRule, train_until
+
+    rule = StopRule(loss_target=0.1, patience=2, delta=0.01, max_steps=40)
+    # 20 rows in batches of 8: 3 updates an epoch (full batches, drawn across epochs); epoch means
+    # 1.0, 0.5, 0.09: stops at the target
+    step, calls = _scripted([1.0] * 3 + [0.5] * 3 + [0.12, 0.05, 0.1])
+    assert train_until(step, 20, 8, 0, rule) == (9, "target") and calls == [8] * 9
+    # no lower than 0.5 by more than delta for 2 epochs: a plateau (at quality: as far as it goes)
+    step, _ = _scripted([1.0] * 3 + [0.5] * 3 + [0.495] * 6)
+    assert train_until(step, 20, 8, 0, rule) == (12, "plateau")
+    # still falling at 40 updates: the budget, not at quality (the last epoch is cut at 40)
+    step, calls = _scripted([1.0 - 0.02 * i for i in range(40)])
+    assert train_until(step, 20, 8, 0, rule) == (40, "budget") and len(calls) == 40
+    # a fixed budget runs its updates whatever the loss; at quality only if the last epoch's mean is
+    step, calls = _scripted([1.0] * 5 + [0.05])
+    assert train_until(step, 20, 8, 0, StopRule(loss_target=0.1, fixed=6)) == (6, "budget") and len(calls) == 6
+    step, _ = _scripted([1.0] * 3 + [0.05] * 3)
+    assert train_until(step, 20, 8, 0, StopRule(loss_target=0.1, fixed=6)) == (6, "target")
+
+
 def test_summary_pairs_seeds_against_the_rival_fixed_in_advance() -> None:
     scores = {"glove": {"logistic": [[0.7, 0.74], [0.80, 0.82]], "frozen_head": [[0.5, 0.5], [0.6, 0.6]],
                         "fine_tune": [[0.6, 0.6], [0.85, 0.87]]},
@@ -136,31 +167,37 @@ def test_label_sweep_reports_per_seed_scores_and_paired_gains(harness_cli, tmp_p
     assert rec["status"] == "ok", rec["reason"]
     m, p = rec["metrics"], rec["params"]
     assert m["label_counts"] == [16, 64] and m["synthetic"] is True and m["encoder"] == "pretrained"
-    # the rival gets the same updates as fine-tuning (equal effort), 6 epochs of 16-email batches
-    assert m["rival"] == "minilm frozen_head" and m["steps_by_n"] == [6, 24]
+    # every trained arm trains to the same training loss (budget=loss): whole epochs of 16-email
+    # batches until an epoch's mean cross-entropy is at most 0.1, so more updates than one epoch
+    assert m["rival"] == "minilm frozen_head" and p["budget"] == "loss" and p["loss_target"] == 0.1
+    assert m["steps_by_n"] == m["updates_minilm_fine_tune"] and all(u > e for u, e in zip(m["steps_by_n"], (1, 4)))
     for fam in ("glove", "minilm"):
         for strategy in ("logistic", "frozen_head", "fine_tune"):
             curve, se = m[f"f1_{fam}_{strategy}"], m[f"f1_{fam}_{strategy}_se"]
             assert len(curve) == len(se) == 2 and all(0.0 <= f <= 1.0 for f in curve) and all(s >= 0 for s in se)
-            # each arm's training loss beside its test figure: below chance's log(4) once trained on 64
-            loss = m[f"train_loss_{fam}_{strategy}"]
-            assert len(loss) == 2 and all(x >= 0 for x in loss) and loss[1] < math.log(4)
+            # each arm's training loss beside its test figure, and the share of its seeds at quality:
+            # every MiniLM arm (the judged family); GloVe's 50-d frozen head may stop on the budget
+            loss, reached = m[f"train_loss_{fam}_{strategy}"], m[f"reached_quality_{fam}_{strategy}"]
+            assert len(loss) == 2 and all(0 <= x < math.log(4) for x in loss) and all(0 <= r <= 1 for r in reached)
+            if fam == "minilm":
+                assert reached == [1.0, 1.0] and all(x < 0.3 for x in loss)
+    assert rec["replicates"]["reached_quality"] == {str(s): 1.0 for s in range(6)}
     for n in (16, 64):   # every score, per label count and seed
-        assert len(m[f"f1_minilm_fine_tune_n{n}_by_seed"]) == p["seeds"] == 4
+        assert len(m[f"f1_minilm_fine_tune_n{n}_by_seed"]) == p["seeds"] == 6
     # pretrained features are far better than chance (0.25 macro-F1 for four balanced intents)
     assert max(m["f1_minilm_logistic"][1], m["f1_glove_logistic"][1]) > 0.5
     assert m["test_verbatim_email_share"] == 0.0 and 0.0 < m["test_verbatim_sentence_share"] < 1.0
     # both claims are paired over the seeds: the per-seed gains are the replicates
     gains = {c["metric"]: c for c in rec["claims"]}
     low = gains["fine_tune_gain_at_min_n"]
-    assert low["replicates"] == 4 and low["interval"] is not None
+    assert low["replicates"] == 6 and low["interval"] is not None
     want = np.subtract(m["f1_minilm_fine_tune_n16_by_seed"], m["f1_minilm_frozen_head_n16_by_seed"]).mean()
     assert low["measured"] == pytest.approx(want)
     assert {"embed", "feature_based", "fine_tune"} <= set(rec["phases"])
     assert_work_counted(rec, "fine_tune")
     table = (tmp_path / "email_transfer_f1.md").read_text()
     assert "| 64 |" in table and "minilm fine_tune" in table and "±" in table and "] |" in table
-    # one log per fine-tuning: 2 label counts x 4 seeds (the MiniLM family; GloVe has no encoder to tune)
-    assert len(assert_mlperf_compliant(tmp_path)) == 2 * 4
+    # one log per fine-tuning: 2 label counts x 6 seeds (the MiniLM family; GloVe has no encoder to tune)
+    assert len(assert_mlperf_compliant(tmp_path)) == 2 * 6
     bad = harness_cli("run", "--workload", "email_transfer", "--param", "labels=4:100", "--out", str(tmp_path))
     assert bad.returncode == 2 and "labels=4 is below the minimum 8" in bad.stderr

@@ -14,7 +14,7 @@ import copy
 import numpy as np
 import torch
 
-from harness_plugins.email_transfer.strategies import Trained, head, minibatches, training_loss
+from harness_plugins.email_transfer.strategies import StopRule, Trained, head, train_until, training_loss, update
 
 
 class CachedMiniLM:
@@ -118,11 +118,12 @@ def batch_width(cached: CachedMiniLM, rows) -> int:
 
 
 def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test: CachedMiniLM, classes: int,
-                  seed: int, steps: int, batch: int, head_lr: float, encoder_lr: float,
+                  seed: int, rule: StopRule, batch: int, head_lr: float, encoder_lr: float,
                   flops: StepFlops | None = None, counted: list[float] | None = None) -> Trained:
-    """Test predictions and training loss after ``steps`` Adam updates of a copy of the top
-    layers and the head (``encoder_lr`` 0: the top layers stay as pretrained, only the head learns).
-    With ``flops``, the operations of the training and its evaluations are added to ``counted[0]``."""
+    """Test predictions, training loss, updates and stop reason of a copy of the top layers and the
+    head trained by Adam until ``rule`` stops it (``encoder_lr`` 0: the top layers run as in
+    fine-tuning, in training mode, but stay as pretrained; only the head learns). With ``flops``,
+    the operations of the training and its evaluations are added to ``counted[0]``."""
     top = copy.deepcopy(pool.top)
     top.train()
     net = head(pool.dim, classes, seed)
@@ -134,21 +135,21 @@ def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test
     opt = torch.optim.Adam(groups)
     y = torch.from_numpy(y_train)
     torch.manual_seed(seed)   # dropout masks
-    work = 0.0
-    for rows in minibatches(len(y), steps, batch, seed):
+    work = [0.0]
+
+    def step(rows: np.ndarray) -> float:
         if flops is not None:
-            work += flops(len(rows), batch_width(pool, idx[rows]), True)
-        loss = torch.nn.functional.cross_entropy(net(pool.pooled(idx[rows], top)), y[rows])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+            work[0] += flops(len(rows), batch_width(pool, idx[rows]), True)
+        return update(opt, torch.nn.functional.cross_entropy(net(pool.pooled(idx[rows], top)), y[rows]))
+
+    updates, stop = train_until(step, len(y), batch, seed, rule)
     top.eval()
     with torch.no_grad():
         n = len(test.mask)
         logits = torch.cat([net(test.pooled(np.arange(i, min(n, i + 128)), top)) for i in range(0, n, 128)])
         seen = torch.cat([net(pool.pooled(idx[i:i + 128], top)) for i in range(0, len(idx), 128)])
     if flops is not None and counted is not None:
-        work += sum(flops(len(r), batch_width(test, r), False) for r in (np.arange(i, min(n, i + 128)) for i in range(0, n, 128)))
-        work += sum(flops(len(r), batch_width(pool, r), False) for r in (idx[i:i + 128] for i in range(0, len(idx), 128)))
-        counted[0] += work
-    return logits.argmax(1).numpy(), training_loss(seen, y)
+        work[0] += sum(flops(len(r), batch_width(test, r), False) for r in (np.arange(i, min(n, i + 128)) for i in range(0, n, 128)))
+        work[0] += sum(flops(len(r), batch_width(pool, r), False) for r in (idx[i:i + 128] for i in range(0, len(idx), 128)))
+        counted[0] += work[0]
+    return Trained(logits.argmax(1).numpy(), training_loss(seen, y), updates, stop)
