@@ -34,7 +34,12 @@ def test_capture_writes_info_records_and_manifest_then_resumes(harness_cli, tmp_
     assert manifest["schema"] == "hpml-harness/capture-v1"
     assert manifest["ended"] == "complete" and manifest["records"] == {"ok": 1}
     assert manifest["note"] == "test machine" and manifest["suites"] == [str(suite)]
-    assert manifest["runs"] == [{"what": f"--suite {suite}", "exit": 0}]   # the suite has the roofline
+    # the suite has the roofline (no extra roofline run); then its claims' controls at the suite's size
+    assert manifest["runs"] == [{"what": f"--suite {suite}", "exit": 0},
+                                {"what": "controls --size smoke --workload roofline", "exit": 0}]
+    (control,) = read_jsonl(out / "controls" / "results.jsonl")
+    assert control["control"]["role"] == "control" and control["size"] == "smoke"
+    assert [c["status"] for c in control["claims"] if c["control"]] == ["fail"]
     # the machine is named by its identity (the label, e.g. "Intel Xeon (icelake+AMX), 2 vCPU, VM" for a
     # VM whose CPU string is the generic "Intel(R) Xeon(R) Processor"), not by the raw CPU string
     me = identity(info["hardware"])
@@ -48,6 +53,18 @@ def test_capture_writes_info_records_and_manifest_then_resumes(harness_cli, tmp_
     second = json.loads((out / "manifest.json").read_text())
     assert second["earlier"][0]["started"] == manifest["started"]
     assert len(read_jsonl(out / "results" / "results.jsonl")) == 1
+    # the report of the capture lists each claim under its control, the latest verdict once
+    assert len(read_jsonl(out / "controls" / "results.jsonl")) == 2
+    report = harness_cli("report", str(out))
+    assert report.returncode == 0, report.stderr
+    section = report.stdout.split("## Controls at the verdict's size")[1].split("\n## ")[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and "roofline" in ln]
+    assert len(rows) == 1 and "| gemm_max_rel_error <= 1e-10 | smoke |" in rows[0] and "caught (fail)" in rows[0]
+    # --no-controls: the suites alone
+    bare = tmp_path / "bare"
+    assert harness_cli("capture", str(bare), "--suite", str(suite), "--no-controls").returncode == 0
+    assert not (bare / "controls").exists()
+    assert "## Controls at" not in harness_cli("report", str(bare)).stdout
 
 
 def test_capture_refuses_a_folder_that_is_not_a_capture_of_this_machine(harness_cli, tmp_path) -> None:

@@ -109,7 +109,7 @@ def _tree(folder: pathlib.Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("entry", ["results", "README.txt", "manifest.json"])
+@pytest.mark.parametrize("entry", ["results", "controls", "README.txt", "manifest.json"])
 def test_capture_never_writes_through_a_planted_link(harness_cli, tmp_path, entry) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -117,7 +117,7 @@ def test_capture_never_writes_through_a_planted_link(harness_cli, tmp_path, entr
     cap = tmp_path / "cap"
     cap.mkdir()
     (cap / "manifest.json").write_text(json.dumps({"machine": "x", "machine_key": "m-000000000000"}))
-    target = elsewhere if entry == "results" else elsewhere / "keep.txt"
+    target = elsewhere if entry in ("results", "controls") else elsewhere / "keep.txt"
     if entry == "manifest.json":
         (cap / "manifest.json").unlink()
     (cap / entry).symlink_to(target)

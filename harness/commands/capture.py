@@ -2,7 +2,9 @@
 
 A capture holds what a reader needs to trust and compare the machine without asking: ``info.json``
 (``harness info --json``: fingerprint, matched profile, libraries, MPI, numerics variables),
-``results/results.jsonl`` (the roofline and the suites' records), and ``manifest.json`` (harness
+``results/results.jsonl`` (the roofline and the suites' records), ``controls/results.jsonl``
+(every captured claim judged on its control case, at the size its suite judged it: whether a pass
+here could have failed), and ``manifest.json`` (harness
 version and commit, the machine's key and label, every workload's version, the command, start
 and end, how it ended, the records by status). The
 repository's ``gallery/`` keeps one capture per real machine; ``harness report gallery/*`` puts them
@@ -42,6 +44,8 @@ A machine captured by `harness capture` (hpml-harness).
   info.json              `harness info --json` on this machine: fingerprint, matched hardware
                          profile, backends and the libraries they found, MPI, numerics variables
   results/results.jsonl  one record per case (the roofline and the suites named in the manifest)
+  controls/results.jsonl every claim of those cases judged on its control case (harness controls),
+                         at the size the suite judged it
 
 Compare it with other machines: harness report THIS_FOLDER OTHER_FOLDER --out report.html
 """
@@ -59,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", help="backend(s) to request for every case, as `harness run --backend`")
     p.add_argument("--timeout", type=float, help="seconds before a case is killed (default: the suites')")
     p.add_argument("--note", default="", help="free text kept in the manifest (where the machine is, why)")
+    p.add_argument("--no-controls", action="store_true",
+                   help="do not run the claims' controls after the suites (by default every captured workload's "
+                        "controls run at the size its suite ran it, into OUT/controls: `harness controls`)")
     add_machine_name_option(p)
     p.set_defaults(func=main)
 
@@ -98,7 +105,7 @@ def _check_target(out: pathlib.Path, me: dict[str, Any]) -> dict[str, Any] | Non
     return earlier
 
 
-CAPTURE_ENTRIES = (MANIFEST_NAME, "info.json", "README.txt", "results")
+CAPTURE_ENTRIES = (MANIFEST_NAME, "info.json", "README.txt", "results", "controls")
 
 
 def _check_entries(out: pathlib.Path) -> None:
@@ -109,8 +116,9 @@ def _check_entries(out: pathlib.Path) -> None:
         if path.is_symlink():
             raise UsageError(f"capture folder {out}: {name} is a symbolic link (to {os.readlink(path)}); "
                              "a capture writes only inside its own folder: remove the link or give a new folder")
-    if (out / "results").exists() and not (out / "results").is_dir():
-        raise UsageError(f"capture folder {out}: results is not a folder; remove it or give a new folder")
+    for folder in ("results", "controls"):
+        if (out / folder).exists() and not (out / folder).is_dir():
+            raise UsageError(f"capture folder {out}: {folder} is not a folder; remove it or give a new folder")
 
 
 def _make_folder(out: pathlib.Path) -> None:
@@ -140,6 +148,26 @@ def _plans_roofline(suite: str, args: argparse.Namespace) -> bool:
     return any(c.workload == "roofline" for c in request.cases(registry()))
 
 
+def _control_groups(suites: list[str], args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """(size, workloads) whose controls the capture runs: each workload of the suites that declares
+    a control, at each size a suite ran it (the claims' verdicts were made there)."""
+    reg = registry()
+    sizes: dict[str, set[str]] = {}
+    for suite in suites:
+        for case in _request({"suite": suite}, pathlib.Path("unused"), args).cases(reg):
+            if any(c.control is not None for c in reg.workload(case.workload).claims):
+                sizes.setdefault(case.size, set()).add(case.workload)
+    return [(size, sorted(names)) for size, names in sorted(sizes.items())]
+
+
+def _run_controls(size: str, names: list[str], out: pathlib.Path, args: argparse.Namespace) -> int:
+    """``harness controls --size SIZE --workload NAMES --out OUT``, as that command runs it."""
+    from harness.commands.controls import ControlsRequest, main as controls
+
+    return controls(ControlsRequest(workload=",".join(names), size=size, out=str(out), backend=args.backend,
+                                    **({"timeout": args.timeout} if args.timeout else {})))
+
+
 def _count(results: pathlib.Path) -> dict[str, int]:
     path = results / RESULTS_NAME
     if not path.is_file():
@@ -153,6 +181,7 @@ def main(args: argparse.Namespace) -> int:
     suites = args.suite or ["all"]
     runs = [] if any(_plans_roofline(s, args) for s in suites) else [{"workload": "roofline"}]
     runs += [{"suite": s} for s in suites]
+    control_groups = [] if args.no_controls else _control_groups(suites, args)
     info, _ = info_document([])
     me = identity(info["hardware"], args.machine_name)
     if out.is_dir():
@@ -184,6 +213,11 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"[bold]capture:[/bold] harness run {said} -> {results}")
             run_code = run(_request(what, results, args))
             manifest["runs"].append({"what": said, "exit": run_code})
+            _write_json(out / MANIFEST_NAME, manifest)
+        for size, names in control_groups:   # exit 1 there: a claim not caught by its control
+            said = f"controls --size {size} --workload {','.join(names)}"
+            console.print(f"[bold]capture:[/bold] harness {said} -> {out / 'controls'}")
+            manifest["runs"].append({"what": said, "exit": _run_controls(size, names, out / "controls", args)})
             _write_json(out / MANIFEST_NAME, manifest)
         code = max((r["exit"] for r in manifest["runs"]), default=0)
         ended = "complete"

@@ -6,6 +6,7 @@ import datetime as _dt
 import pathlib
 import time
 import uuid
+from dataclasses import dataclass
 
 from rich.markup import escape
 
@@ -17,7 +18,7 @@ from harness.execute import Session
 from harness.export import junit
 from harness.judging.claims import ControlOutcome
 from harness.judging.controls import DEFAULT_SIZE, ControlPlan, cases_in_order, judge, only_claims, plan_controls
-from harness.judging.intervals import level_text
+from harness.judging.intervals import DEFAULT_CONFIDENCE, level_text
 from harness.judging.until_decided import DEFAULT_BUDGET_S, Budget
 from harness.plan import Case
 from harness.request import RunRequest
@@ -89,7 +90,27 @@ def _outcome_row(o: ControlOutcome) -> list[str]:
 CONTROL_MAX_REPEATS = 12
 
 
-def main(args: argparse.Namespace) -> int:
+@dataclass
+class ControlsRequest:
+    """What ``harness controls`` runs, its options by name: how another command (``harness
+    capture``) asks for it without building a command line."""
+
+    workload: str | None = None        # names separated by commas; None: every registered one
+    size: str = DEFAULT_SIZE
+    claim: list[str] | None = None
+    backend: str | None = None
+    repeats: int | None = None
+    warmup: int | None = None
+    timeout: float = 900.0
+    out: str = "results/controls"
+    strict: bool = False
+    junit: str | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+    max_repeats: int = CONTROL_MAX_REPEATS
+    budget: str | None = None
+
+
+def main(args: argparse.Namespace | ControlsRequest) -> int:
     started = time.monotonic()
     reg = registry()
     warn_problems(reg.problems)
@@ -165,7 +186,7 @@ class ControlLoop(RunLoop):
         return self.roles[case.case_id].role == "control" and record.ok and bool(record.claims)
 
 
-def _conclude(args: argparse.Namespace, results: list[ControlOutcome], n_plans: int,
+def _conclude(args: argparse.Namespace | ControlsRequest, results: list[ControlOutcome], n_plans: int,
               undeclared: list[ControlOutcome]) -> int:
     """The table of claims under their controls, and the exit status."""
     outcomes_table = table("claims under their controls", "workload", "claim", "kind", "control", "verdict",

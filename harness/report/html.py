@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 import pandas as pd
 
 from harness.report import plots
+from harness.report.controls import COLUMNS as CONTROL_COLUMNS, NOTE as CONTROLS_NOTE, control_rows
 from harness.report.placement import NOTE as PLACEMENT_NOTE, placement_rows
 from harness.report.run_times import NOTE as RUNS_NOTE, run_rows
 from harness.report.machines import report_table
@@ -63,6 +64,10 @@ def html_parts(df: pd.DataFrame, problems: list[str], models: list[str] | None =
         yield "<p>No claims were evaluated.</p>"
     else:
         yield from _table_parts(claim_columns(df), claims, verdict_col=4)
+    controls = control_rows(df.attrs.get("inputs") or [])
+    if controls:
+        yield f"\n<h2>Controls at the verdict's size</h2>\n<p class='note'>{html.escape(CONTROLS_NOTE)}</p>"
+        yield from _table_parts(CONTROL_COLUMNS, controls, verdict_col=None)
     wide = report_table(df)   # one bootstrap per case and machine, for the table and the figure
     for title, columns, rows, note in machine_sections(df, wide):
         yield f"\n<h2>{html.escape(title)}</h2>\n<p class='note'>{html.escape(note)}</p>"

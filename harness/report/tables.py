@@ -13,6 +13,7 @@ from harness.judging.verdicts import rejudge
 from harness.judging.multiplicity import NAMES
 from harness.report.claim_text import VERDICT_TEXT, interval_source, measured_text, num_text, verdict_text
 from harness.report.units import energy_text
+from harness.report.controls import COLUMNS as CONTROL_COLUMNS, NOTE as CONTROLS_NOTE, control_rows
 from harness.report.verdicts import correcting, corrections, verdicts
 from harness.output.safe_text import markdown_cell, markdown_text
 
@@ -213,6 +214,9 @@ def markdown_parts(df: pd.DataFrame, problems: list[str]) -> Iterator[str]:
     else:
         for i, line in enumerate(markdown_lines(claim_columns(df), claims)):
             yield ("\n" if i else "") + line
+    rows = control_rows(df.attrs.get("inputs") or [])
+    if rows:
+        yield section("Controls at the verdict's size", CONTROLS_NOTE, CONTROL_COLUMNS, rows)
     for title, columns, rows, note in machine_sections(df):
         yield section(title, note, columns, rows)
     for workload, rows in iter_case_rows(df):
