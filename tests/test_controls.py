@@ -78,13 +78,15 @@ def test_the_mechanism_claims_have_ablations_and_every_control_says_its_kind() -
         dataclasses.replace(speed.claim.control, kind="placebo")
 
 
-def _params() -> list:
+def _params(known: dict[tuple[str, str], str], wanted=lambda claim: True) -> list:
+    """One param per built-in claim that ``wanted`` keeps, marked as its workload's tests are; a
+    claim in ``known`` (with the issue that ends it) is a strict xfail."""
     out = []
     for name in BUILTIN:
-        for claim in REGISTRY.workload(name).claims:
+        for claim in filter(wanted, REGISTRY.workload(name).claims):
             marks = list(MARKS[name])
-            if (name, claim.text) in KNOWN_UNCAUGHT:
-                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_UNCAUGHT[(name, claim.text)]))
+            if (name, claim.text) in known:
+                marks.append(pytest.mark.xfail(strict=True, reason=known[(name, claim.text)]))
             out.append(pytest.param(name, claim.text, marks=marks, id=f"{name}: {claim.text}"))
     return out
 
@@ -110,7 +112,7 @@ def control_runs(harness_cli, tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize(("workload", "claim_text"), _params())
+@pytest.mark.parametrize(("workload", "claim_text"), _params(KNOWN_UNCAUGHT))
 def test_builtin_claim_fails_under_its_control(control_runs, workload: str, claim_text: str) -> None:
     proc, out = control_runs(workload)
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
@@ -143,21 +145,13 @@ KNOWN_COPIES: dict[tuple[str, str], str] = {
 COMPARES_ARMS = ("gain", "margin", "gap")   # a within-case figure of one arm against another
 
 
-def _copy_params() -> list:
-    out = []
-    for name in BUILTIN:
-        for claim in REGISTRY.workload(name).claims:
-            if claim.control is None or claim.control.kind != "ablation" or not (
-                    claim.relative_to is not None or any(w in claim.metric for w in COMPARES_ARMS)):
-                continue
-            marks = list(MARKS[name])
-            if (name, claim.text) in KNOWN_COPIES:
-                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_COPIES[(name, claim.text)]))
-            out.append(pytest.param(name, claim.text, marks=marks, id=f"{name}: {claim.text}"))
-    return out
+def _compares_arms(claim: Claim) -> bool:
+    """An ablation of a claim on two arms: a relative claim, or a within-case gain, margin or gap."""
+    return (claim.control is not None and claim.control.kind == "ablation"
+            and (claim.relative_to is not None or any(w in claim.metric for w in COMPARES_ARMS)))
 
 
-@pytest.mark.parametrize(("workload", "claim_text"), _copy_params())
+@pytest.mark.parametrize(("workload", "claim_text"), _params(KNOWN_COPIES, _compares_arms))
 def test_an_ablations_arms_are_not_one_computation(control_runs, workload: str, claim_text: str) -> None:
     _, out = control_runs(workload)
     (verdict,) = [c for r in read_jsonl(out / "results.jsonl") if r["control"]["role"] == "control"

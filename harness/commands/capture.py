@@ -19,7 +19,7 @@ import os
 import pathlib
 import sys
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.commands.common import console, err_console, registry
@@ -33,6 +33,9 @@ from harness.errors import Interrupted, UsageError
 from harness.software import git_info
 from harness.request import RunRequest
 from harness.results.store import RESULTS_NAME, read_records
+
+if TYPE_CHECKING:
+    from harness.plan import Case
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = "hpml-harness/capture-v1"
@@ -141,22 +144,20 @@ def _request(what: dict[str, str], results: pathlib.Path, args: argparse.Namespa
                       machine_name=args.machine_name, resume=True)
 
 
-def _plans_roofline(suite: str, args: argparse.Namespace) -> bool:
-    """Whether the suite has a roofline case (then the capture adds none); bad suites raise here,
-    before anything runs."""
-    request = _request({"suite": suite}, pathlib.Path("unused"), args)
-    return any(c.workload == "roofline" for c in request.cases(registry()))
+def _suite_cases(suites: list[str], args: argparse.Namespace) -> list[Case]:
+    """The cases the suites plan, in order; bad suites raise here, before anything runs."""
+    return [case for suite in suites
+            for case in _request({"suite": suite}, pathlib.Path("unused"), args).cases(registry())]
 
 
-def _control_groups(suites: list[str], args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+def _control_groups(cases: list[Case]) -> list[tuple[str, list[str]]]:
     """(size, workloads) whose controls the capture runs: each workload of the suites that declares
     a control, at each size a suite ran it (the claims' verdicts were made there)."""
     reg = registry()
     sizes: dict[str, set[str]] = {}
-    for suite in suites:
-        for case in _request({"suite": suite}, pathlib.Path("unused"), args).cases(reg):
-            if any(c.control is not None for c in reg.workload(case.workload).claims):
-                sizes.setdefault(case.size, set()).add(case.workload)
+    for case in cases:
+        if any(c.control is not None for c in reg.workload(case.workload).claims):
+            sizes.setdefault(case.size, set()).add(case.workload)
     return [(size, sorted(names)) for size, names in sorted(sizes.items())]
 
 
@@ -179,9 +180,10 @@ def _count(results: pathlib.Path) -> dict[str, int]:
 def main(args: argparse.Namespace) -> int:
     out = pathlib.Path(args.out)
     suites = args.suite or ["all"]
-    runs = [] if any(_plans_roofline(s, args) for s in suites) else [{"workload": "roofline"}]
+    cases = _suite_cases(suites, args)
+    runs = [] if any(c.workload == "roofline" for c in cases) else [{"workload": "roofline"}]   # the suite has one
     runs += [{"suite": s} for s in suites]
-    control_groups = [] if args.no_controls else _control_groups(suites, args)
+    control_groups = [] if args.no_controls else _control_groups(cases)
     info, _ = info_document([])
     me = identity(info["hardware"], args.machine_name)
     if out.is_dir():

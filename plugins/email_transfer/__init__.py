@@ -177,18 +177,15 @@ class EmailTransfer(Workload):
             frozen = {fam: ((st["cached"]["pool"].features(), st["cached"]["test"].features()) if fam == "minilm"
                             else (embed(enc, st["pool"]), embed(enc, st["test"])))
                       for fam, enc in st["encoders"].items()}
-        # scores[family][strategy][i_n] = macro-F1 per seed; losses, updates and reached the same:
-        # each arm's training loss, its updates and whether it stopped at quality
+        # scores[family][strategy][i_n] = macro-F1 per seed; arms the same, each arm's Trained (its
+        # training loss, updates and whether it stopped at quality)
         scores = {f: {s: [[] for _ in st["sweep"]] for s in STRATEGIES} for f in st["encoders"]}
-        losses = {f: {s: [[] for _ in st["sweep"]] for s in STRATEGIES} for f in st["encoders"]}
-        updates = {f: {s: [[] for _ in st["sweep"]] for s in STRATEGIES} for f in st["encoders"]}
-        reached = {f: {s: [[] for _ in st["sweep"]] for s in STRATEGIES} for f in st["encoders"]}
+        arms = {f: {s: [[] for _ in st["sweep"]] for s in STRATEGIES} for f in st["encoders"]}
         tuned_s, tuned = 0.0, 0
         tuned_by_seed = [0.0] * p["seeds"]     # each seed's fine-tuning seconds (compare_by)
         fine_tune_flops = [0.0]
         for i, n in enumerate(st["sweep"]):
             rule = stop_rule(p, n)
-            steps = rule.fixed or rule.max_steps
             for s in range(p["seeds"]):
                 idx = np.random.default_rng([p["seed"], n, s]).choice(len(st["pool"]), size=n, replace=False)
                 y = st["y_pool"][idx]
@@ -201,7 +198,7 @@ class EmailTransfer(Workload):
                     t0 = time.perf_counter()
                     with ctx.phase("fine_tune"):
                         if fam == "minilm":   # encoder_lr 0 (the ablation) runs this same code, learning nothing
-                            log = self._log(ctx, n, s, steps)
+                            log = self._log(ctx, n, s, rule.limit)
                             preds["fine_tune"] = fine_tune_top(st["cached"]["pool"], idx, y, st["cached"]["test"],
                                                                classes, s, rule, p["batch"], p["head_lr"],
                                                                p["encoder_lr"], st["cached"]["flops"], fine_tune_flops)
@@ -218,19 +215,17 @@ class EmailTransfer(Workload):
                         tuned += preds["fine_tune"].updates * min(p["batch"], n)
                     for strategy, trained in preds.items():
                         scores[fam][strategy][i].append(f1_score(st["y_test"], trained.preds, average="macro"))
-                        losses[fam][strategy][i].append(trained.loss)
-                        updates[fam][strategy][i].append(trained.updates)
-                        reached[fam][strategy][i].append(trained.reached)
+                        arms[fam][strategy][i].append(trained)
             ctx.log(f"n={n}: macro-F1 " + ", ".join(f"{f} {s} {np.mean(v[i]):.3f}" for f, by_s in scores.items()
                                                    for s, v in by_s.items()))
         if fine_tune_flops[0]:
             ctx.count_work("fine_tune", fine_tune_flops[0])
         out = summarise(scores, st["sweep"], p["margin"], p["rival"])
-        for fam, by_strategy in losses.items():   # how far each arm was trained, beside its test figure
+        for fam, by_strategy in arms.items():   # how far each arm was trained, beside its test figure
             for strategy, per_n in by_strategy.items():
-                out[f"train_loss_{fam}_{strategy}"] = [float(np.mean(v)) for v in per_n]
-                out[f"updates_{fam}_{strategy}"] = [float(np.mean(v)) for v in updates[fam][strategy]]
-                out[f"reached_quality_{fam}_{strategy}"] = [float(np.mean(v)) for v in reached[fam][strategy]]
+                out[f"train_loss_{fam}_{strategy}"] = [float(np.mean([t.loss for t in v])) for v in per_n]
+                out[f"updates_{fam}_{strategy}"] = [float(np.mean([t.updates for t in v])) for v in per_n]
+                out[f"reached_quality_{fam}_{strategy}"] = [float(np.mean([t.reached for t in v])) for v in per_n]
         if "minilm" in scores:
             seeds = [p["seed"] + s for s in range(p["seeds"])]
             gains = np.subtract(scores["minilm"]["fine_tune"], scores["minilm"][p["rival"]])   # [n, seed]
@@ -239,8 +234,8 @@ class EmailTransfer(Workload):
             ctx.replicates("fine_tune_s", dict(zip(seeds, tuned_by_seed)))
             # a seed's gains are at quality where both judged arms stopped at the loss target or a
             # plateau at the smallest and the largest n (the claims' label counts)
-            judged = [reached["minilm"][arm][i] for arm in ("fine_tune", p["rival"]) for i in (0, -1)]
-            at_quality = [float(all(arm[s] for arm in judged)) for s in range(p["seeds"])]
+            judged = [arms["minilm"][arm][i] for arm in ("fine_tune", p["rival"]) for i in (0, -1)]
+            at_quality = [float(all(trainings[s].reached for trainings in judged)) for s in range(p["seeds"])]
             ctx.replicates("reached_quality", dict(zip(seeds, at_quality)))
             out["reached_quality"] = min(at_quality)
             for i, n in enumerate(st["sweep"]):   # every score of the record, per label count and seed
@@ -248,7 +243,7 @@ class EmailTransfer(Workload):
                     out[f"f1_minilm_{strategy}_n{n}_by_seed"] = [float(v) for v in scores["minilm"][strategy][i]]
         email_share, sentence_share = st["verbatim"]
         out.update(label_counts=st["sweep"], encoder=p["encoder"], synthetic=True, rival=f"minilm {p['rival']}",
-                   steps_by_n=out[f"updates_{'minilm' if 'minilm' in updates else 'glove'}_fine_tune"],
+                   steps_by_n=out[f"updates_{'minilm' if 'minilm' in arms else 'glove'}_fine_tune"],
                    test_verbatim_email_share=email_share, test_verbatim_sentence_share=sentence_share,
                    fine_tune_emails_per_s=tuned / tuned_s if tuned_s > 0 else None, mlperf_logs=logs_location(ctx))
         if "glove" in st["encoders"]:

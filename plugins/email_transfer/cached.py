@@ -135,11 +135,12 @@ def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test
     opt = torch.optim.Adam(groups)
     y = torch.from_numpy(y_train)
     torch.manual_seed(seed)   # dropout masks
-    work = [0.0]
+    work = 0.0
 
     def step(rows: np.ndarray) -> float:
+        nonlocal work
         if flops is not None:
-            work[0] += flops(len(rows), batch_width(pool, idx[rows]), True)
+            work += flops(len(rows), batch_width(pool, idx[rows]), True)
         return update(opt, torch.nn.functional.cross_entropy(net(pool.pooled(idx[rows], top)), y[rows]))
 
     updates, stop = train_until(step, len(y), batch, seed, rule)
@@ -149,7 +150,7 @@ def fine_tune_top(pool: CachedMiniLM, idx: np.ndarray, y_train: np.ndarray, test
         logits = torch.cat([net(test.pooled(np.arange(i, min(n, i + 128)), top)) for i in range(0, n, 128)])
         seen = torch.cat([net(pool.pooled(idx[i:i + 128], top)) for i in range(0, len(idx), 128)])
     if flops is not None and counted is not None:
-        work[0] += sum(flops(len(r), batch_width(test, r), False) for r in (np.arange(i, min(n, i + 128)) for i in range(0, n, 128)))
-        work[0] += sum(flops(len(r), batch_width(pool, r), False) for r in (idx[i:i + 128] for i in range(0, len(idx), 128)))
-        counted[0] += work[0]
+        work += sum(flops(len(r), batch_width(test, r), False) for r in (np.arange(i, min(n, i + 128)) for i in range(0, n, 128)))
+        work += sum(flops(len(r), batch_width(pool, r), False) for r in (idx[i:i + 128] for i in range(0, len(idx), 128)))
+        counted[0] += work
     return Trained(logits.argmax(1).numpy(), training_loss(seen, y), updates, stop)

@@ -41,6 +41,11 @@ class StopRule:
     delta: float = 0.005
     max_steps: int = 600
 
+    @property
+    def limit(self) -> int:
+        """The most updates an arm takes under this rule."""
+        return self.fixed or self.max_steps
+
 
 class Trained(NamedTuple):
     preds: np.ndarray     # test predictions
@@ -61,7 +66,7 @@ def train_until(step: Callable[[np.ndarray], float], n: int, batch: int, seed: i
     from harness import QualityRule, QualityTracker
 
     per_epoch = -(-n // min(batch, n))
-    limit = rule.fixed or rule.max_steps
+    limit = rule.limit
     tracker = None if rule.fixed else QualityTracker(QualityRule(
         target=-rule.loss_target, stop_at_target=True, delta=rule.delta, patience=rule.patience, lr_drops=0,
         max_steps=limit, eval_every=per_epoch))
