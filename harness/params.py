@@ -32,6 +32,10 @@ class Param:
     help: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     item: type | None = None
+    # a param added to a workload after records were made, whose default does the work those
+    # records did: at its default it is left out of the work digest (harness.work_identity), so
+    # adding it (an ablation's switch) keeps the earlier captures comparable
+    added_later: bool = False
 
     def __post_init__(self) -> None:
         if self.type is list:

@@ -329,5 +329,9 @@ def work_of(workload: Any, params: dict[str, Any]) -> dict[str, Any]:
     if exc is not None or not isinstance(facts, dict):
         facts = {"describe_work_error": describe(exc) if exc is not None else f"returned {type(facts).__name__}"}
     facts = json.loads(json.dumps(facts, default=str))
-    return {"digest": work_digest(params, facts), "facts": facts}
+    declared = getattr(workload, "params", {}) or {}
+    # a param added later, at the default that does the earlier work, names no new work
+    digested = {k: v for k, v in params.items()
+                if not (getattr(declared.get(k), "added_later", False) and v == declared[k].default)}
+    return {"digest": work_digest(digested, facts), "facts": facts}
 

@@ -21,8 +21,15 @@ from harness.results.store import read_records
 REGISTRY = build_registry()
 BUILTIN = sorted(n for n in REGISTRY.workloads if REGISTRY.source("workload", n).startswith("hpml-harness:"))
 # Claims known not to fail under their control, each with the issue that fixes it (strict xfail:
-# once the claim does fail under its control, the entry must go). None at present.
-KNOWN_UNCAUGHT: dict[tuple[str, str], str] = {}
+# once the claim does fail under its control, the entry must go).
+KNOWN_UNCAUGHT: dict[tuple[str, str], str] = {
+    ("kfac", "difference of test_accuracy vs optimizer=sgd, fisher=empirical <= -0.005"):
+        "issue 54: the ablation runs at the verdict's batch 1000, 4 updates on smoke's 2,000 rows: undecided "
+        "there; a capture runs it at the default size (docs/results.md)",
+    ("kfac", "difference of test_accuracy vs smoothing=none >= 0.005"):
+        "issue 54: the ablation runs at the verdict's batch 1000, 4 updates on smoke's 2,000 rows: undecided "
+        "there; a capture runs it at the default size (docs/results.md)",
+}
 # Claims whose controls cannot be decided at smoke, run at the workload's default size (the rest
 # stay at smoke): psgd_svm's compute-only arms (the speed-up's ablation) take under a millisecond
 # there, below a shared VM's scheduling noise (CI saw 2.9x between equal work); at its default
@@ -135,10 +142,6 @@ def test_builtin_claim_fails_under_its_control(control_runs, workload: str, clai
 # difference or gain, 1 for a ratio) means the arms were one computation, and such a control fails
 # whatever the workload does (issue 54). Controls known to be copies, each with what ends it:
 KNOWN_COPIES: dict[tuple[str, str], str] = {
-    ("kfac", "difference of test_accuracy vs optimizer=sgd, fisher=empirical <= -0.005"):
-        "issue 54: damping 1e12 makes K-FAC's step SGD's to within rounding: every seed's test accuracy equal",
-    ("kfac", "difference of test_accuracy vs smoothing=none >= 0.005"):
-        "issue 54: SmoothOut at amplitude 0 is plain K-FAC: every seed's test accuracy equal",
     ("bragg_unet", "dice_transfer_gain >= 0.02"):
         "issue 54: pretrain=none starts the transferred network where the scratch one starts: one training",
 }

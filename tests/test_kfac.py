@@ -33,8 +33,8 @@ def test_kfac_preconditions_with_the_damped_kronecker_inverse() -> None:
 
 
 def test_huge_damping_gives_the_plain_gradient_and_slices_give_the_whole_batch_factors() -> None:
-    """The K-FAC claim's control (damping 1e6, no KL clipping) must be SGD's step; factors taken over
-    SmoothOut's slices must be the whole batch's."""
+    """The damping means what it says: huge damping (and no KL clipping) is SGD's step; factors
+    taken over SmoothOut's slices must be the whole batch's."""
     from harness_plugins.kfac.kfac import KFAC
 
     torch.manual_seed(1)
@@ -53,6 +53,44 @@ def test_huge_damping_gives_the_plain_gradient_and_slices_give_the_whole_batch_f
         (torch.nn.functional.cross_entropy(model(x[part]), y[part]) * kfac.g_scale).backward()
     for got, want in zip(kfac.batch_factors(), whole):
         torch.testing.assert_close(got, want)
+
+
+def test_the_isotropic_ablation_keeps_the_gradients_direction_and_fixed_noise_repeats_its_draw() -> None:
+    """The K-FAC claim's ablation (curvature=isotropic) steps along each layer's plain gradient, with
+    a length the Kronecker step does not share; SmoothOut's (smooth_noise=fixed) draws the same
+    perturbation every time, the paper's (fresh) a new one."""
+    from harness_plugins.kfac.kfac import KFAC
+    from harness_plugins.kfac.train import noise_source, smoothout
+
+    steps = {}
+    for isotropic in (False, True):
+        torch.manual_seed(2)
+        model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+        kfac = KFAC(model, damping=1e-2, inv_every=1, kl_clip=1e30, isotropic=isotropic)
+        x, y = torch.randn(16, 3), torch.randint(0, 2, (16,))
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        plain = [q.grad.clone() for q in model.parameters()]
+        kfac.update(kfac.batch_factors())
+        kfac.precondition(lr=0.1)
+        steps[isotropic] = [q.grad.clone() for q in model.parameters()]
+        if isotropic:
+            for g, s in zip(plain, steps[isotropic]):
+                cos = torch.nn.functional.cosine_similarity(g.ravel(), s.ravel(), dim=0)
+                torch.testing.assert_close(cos, torch.tensor(1.0))
+    assert not all(torch.allclose(a, b) for a, b in zip(steps[False], steps[True]))
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4))
+    gen = torch.Generator().manual_seed(1)
+
+    def draw(kind: str):   # perturb, then take the noise off again, as a training step does
+        noise = smoothout(model, 0.1, noise_source(gen, {"smooth_noise": kind}, 7))
+        with torch.no_grad():
+            for q, n in zip(model.parameters(), noise):
+                q.sub_(n)
+        return noise[0]
+
+    draws = {kind: [draw(kind) for _ in range(2)] for kind in ("fixed", "fresh")}
+    torch.testing.assert_close(draws["fixed"][0], draws["fixed"][1])
+    assert not torch.allclose(draws["fresh"][0], draws["fresh"][1])
 
 
 SUITE = """

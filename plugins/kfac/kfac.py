@@ -10,8 +10,12 @@ every ``inv_every`` steps they are inverted with factored Tikhonov damping,
 (A + pi sqrt(gamma) I)^-1 and (G + sqrt(gamma)/pi I)^-1, pi = sqrt((tr A / dim A) / (tr G / dim G)),
 each multiplied by its damping term (pi sqrt(gamma), sqrt(gamma)/pi). That scale makes the damping
 mean what it says: as gamma grows both inverses tend to the identity and the step is SGD's at the
-same learning rate (the control that removes the curvature); as gamma shrinks the step is gamma
-times the undamped natural gradient, whose scale the learning rate and KL clipping absorb.
+same learning rate; as gamma shrinks the step is gamma times the undamped natural gradient, whose
+scale the learning rate and KL clipping absorb. ``isotropic`` replaces each factor by its mean
+eigenvalue times the identity before the inversion (tr A / dim A I, likewise G): the same code,
+damping, KL clipping and scale of the curvature, its directions removed (the ablation of the
+claim that natural-gradient training generalises worse: each layer's step is then a scaled SGD
+step).
 The preconditioned gradient G^-1 grad(W|b) A^-1 is rescaled by KL clipping (kappa) before the
 momentum SGD step, as the large-batch K-FAC implementations do.
 
@@ -26,11 +30,12 @@ from typing import Any
 
 class KFAC:
     def __init__(self, model, damping: float = 1e-3, decay: float = 0.95, inv_every: int = 5,
-                 kl_clip: float = 1e-3) -> None:
+                 kl_clip: float = 1e-3, isotropic: bool = False) -> None:
         import torch
 
         self.layers = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
         self.damping, self.decay, self.inv_every, self.kl_clip = damping, decay, inv_every, kl_clip
+        self.isotropic = isotropic
         self._a: dict[Any, Any] = {}
         self._g: dict[Any, Any] = {}
         self.A: dict[Any, Any] = {}
@@ -81,6 +86,9 @@ class KFAC:
             root = self.damping ** 0.5
             for layer in self.layers:
                 A, G = self.A[layer], self.G[layer]
+                if self.isotropic:   # the factors' scale kept, their directions removed
+                    A = torch.eye(A.shape[0], dtype=A.dtype, device=A.device) * (torch.trace(A) / A.shape[0])
+                    G = torch.eye(G.shape[0], dtype=G.dtype, device=G.device) * (torch.trace(G) / G.shape[0])
                 pi = ((torch.trace(A) / A.shape[0]) / (torch.trace(G) / G.shape[0]).clamp_min(1e-12)).clamp_min(1e-12) ** 0.5
                 da, dg = pi * root, root / pi
                 self.A_inv[layer] = da * torch.linalg.inv(A + da * torch.eye(A.shape[0], dtype=A.dtype, device=A.device))

@@ -49,6 +49,16 @@ def smoothout(model, a: float, gen) -> list[Any]:
     return noise
 
 
+def noise_source(gen, cfg: dict[str, Any], seed: int):
+    """The generator of the next SmoothOut draw: the training's running one (``smooth_noise=fresh``,
+    Wen et al.: a new perturbation every slice), or one seeded afresh for every draw
+    (``fixed``: the same perturbation direction for the whole training, the ablation where the
+    weights are shifted but the loss is not averaged over their neighbourhood)."""
+    import torch
+
+    return gen if cfg.get("smooth_noise", "fresh") == "fresh" else torch.Generator().manual_seed(seed + 2)
+
+
 def batches(n: int, batch: int, rng: np.random.Generator):
     """Global batches of ``batch`` row indices drawn from one permutation after another, so no row
     is dropped when ``batch`` does not divide ``n``; a batch may straddle two permutations."""
@@ -126,7 +136,8 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
 
     model = mlp(seed, inputs=x.shape[1], device=ctx.device)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=cfg["weight_decay"])
-    kfac = KFAC(model, damping=cfg["damping"], kl_clip=cfg.get("kl_clip", 1e-3)) if cfg["optimizer"] == "kfac" else None
+    kfac = (KFAC(model, damping=cfg["damping"], kl_clip=cfg.get("kl_clip", 1e-3),
+                 isotropic=cfg.get("curvature") == "isotropic") if cfg["optimizer"] == "kfac" else None)
     loss_fn = torch.nn.CrossEntropyLoss()
     rng = np.random.default_rng(seed)             # the same on every rank: the same global batches
     gen = torch.Generator().manual_seed(seed + 1)  # the same smoothing noise on every rank
@@ -160,7 +171,7 @@ def train_once(ctx, x: np.ndarray, y: np.ndarray, cfg: dict[str, Any], lr: float
                 for lo in range(0, len(idx), slice_rows):
                     part = idx[lo:lo + slice_rows]
                     frac = len(part) / len(idx)
-                    noise = smoothout(model, cfg["smooth_a"], gen) if smooth else None
+                    noise = smoothout(model, cfg["smooth_a"], noise_source(gen, cfg, seed)) if smooth else None
                     logits = model(xt[part])
                     if true_fisher:   # g from labels sampled from the model's own predictive distribution
                         probs = torch.softmax(logits.detach(), 1).cpu()   # sampled with the CPU generator
