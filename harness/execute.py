@@ -214,6 +214,7 @@ class CaseInterrupted(Exception):
     def __init__(self, record: Record, signum: int) -> None:
         super().__init__(record.reason)
         self.record, self.signum = record, signum
+        self.case: Case | None = None   # set where the record is not the loop's current case's (interleaving)
 
 
 def _failure_reason(proc: ProcessResult, files: CaseFiles, case: Case) -> tuple[str, str]:

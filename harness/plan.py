@@ -331,6 +331,31 @@ def _dependencies_first(cases: list[Case], workload: Workload) -> list[Case]:
     return out
 
 
+def interleaving_groups(cases: list[Case], registry: Registry) -> dict[str, list[Case]]:
+    """{case_id: its group} for the cases whose launches run interleaved: cases of one workload
+    with the same number of launches (> 1) joined by a relative claim (one is the other's
+    baseline), each group in plan order. A timing ratio between arms run minutes apart carries the
+    machine's drift between them; launched A B A B ..., both arms see it alike."""
+    multi = [c for c in cases if c.launches > 1]
+    parent = {c.case_id: c.case_id for c in multi}
+
+    def root(i: str) -> str:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i, a in enumerate(multi):
+        workload = registry.workload(a.workload)
+        for b in multi[i + 1:]:
+            if (b.workload == a.workload and b.launches == a.launches and b.case_id != a.case_id
+                    and (_judged_against(a, b, workload) or _judged_against(b, a, workload))):
+                parent[root(b.case_id)] = root(a.case_id)
+    groups: dict[str, list[Case]] = {}
+    for c in multi:
+        groups.setdefault(root(c.case_id), []).append(c)
+    return {c.case_id: members for members in groups.values() if len(members) > 1 for c in members}
+
+
 def baselines_first(cases: list[Case], registry: Registry) -> list[Case]:
     """The cases in their order, except that the baselines of a workload's relative claims move
     up to where that workload's first case stands (each after the baselines it is itself judged

@@ -24,9 +24,9 @@ from harness.errors import Interrupted, check_interrupted, raise_interrupted
 from harness.execute import CaseInterrupted, Session, execute
 from harness.judging.stability import stability_note
 from harness.judging.case import judge_claims
-from harness.judging.launches import more_launches
+from harness.judging.launches import interleaved_launches, more_launches
 from harness.output.outdir import finish_work
-from harness.plan import Case
+from harness.plan import Case, interleaving_groups
 from harness.results.record import Record
 from harness.results.store import append_record
 
@@ -66,6 +66,8 @@ class RunLoop:
         self.budget, self.until_decided = budget, until_decided
         self.finished: list[Finished] = []
         self.stopped: Finished | None = None     # the case a signal stopped, with its record
+        self.groups: dict[str, list[Case]] = {}  # case_id -> the cases its launches interleave with
+        self.pending: dict[str, Record] = {}     # measured with an earlier case of its group, not yet judged
 
     # what a subclass may change -----------------------------------------------------------------
 
@@ -102,6 +104,7 @@ class RunLoop:
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, raise_interrupted)
         width = len(str(len(cases)))
+        self.groups = interleaving_groups(cases, self.session.registry)
         try:
             for i, case in enumerate(cases, 1):
                 check_interrupted()
@@ -109,6 +112,7 @@ class RunLoop:
                 try:
                     record = self._measure_and_judge(case, prefix)
                 except CaseInterrupted as stop:
+                    case = stop.case or case
                     self.mark(case, stop.record)
                     self.stopped = Finished(case, stop.record, append_record(self.results_file, stop.record))
                     self._print(f"{escape(prefix)} [red]failed[/] {escape(stop.record.reason)}")
@@ -128,12 +132,14 @@ class RunLoop:
 
     def _measure_and_judge(self, case: Case, prefix: str) -> Record:
         live = self.console.is_terminal
-        if live:
+        if case.case_id in self.pending or case.case_id in self.groups:
+            record = self._interleaved(case, prefix, live)
+        elif live:
             with self.console.status(f"{escape(prefix)} starting (timeout {case.timeout:g} s)") as status:
                 record = self._execute(case, lambda text: status.update(f"{escape(prefix)} {escape(text)}"), live)
         else:
             record = self._execute(case, lambda text: self._say(f"{prefix} {text}"), live)
-        if case.launches > 1:
+        if case.launches > 1 and case.case_id not in self.groups:
             more_launches(record, case, lambda c: self._execute(c, None, live), self.session.unstable_cov,
                           lambda text: self._say(f"{prefix} {text}"))
         self.judge(case, record)
@@ -142,6 +148,25 @@ class RunLoop:
                           lambda r: self.judge(case, r), self.session.unstable_cov,
                           lambda text: self._say(f"{prefix} {text}"), wanting=self.undecided)
         return record
+
+    def _interleaved(self, case: Case, prefix: str, live: bool) -> Record:
+        """The case's record from its group's interleaved launches, run when the first case of the
+        group comes up (the others' records wait in ``pending`` for their turn to be judged)."""
+        if case.case_id not in self.pending:
+            group = self.groups[case.case_id]
+            running: list[Case] = []
+
+            def execute(c: Case) -> Record:
+                running[:] = [c]
+                return self._execute(c, None, live)
+
+            try:
+                self.pending.update(interleaved_launches(group, execute, self.session.unstable_cov,
+                                                         lambda text: self._say(f"{prefix} {text}")))
+            except CaseInterrupted as stop:
+                stop.case = running[0]
+                raise
+        return self.pending.pop(case.case_id)
 
     def _execute(self, case: Case, show: Callable[[str], None] | None, live: bool) -> Record:
         return execute(case, self.session, show=show, live=live)

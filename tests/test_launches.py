@@ -76,3 +76,25 @@ def test_run_with_launches_records_each_samples_launch(harness_cli, tmp_path) ->
     assert judged and all("hierarchical t-interval over 3 launches" in c["interval_method"] for c in judged)
     bad = harness_cli("run", "--workload", "noisy", "--launches", "0", "--out", str(tmp_path / "b"))
     assert bad.returncode == 2 and "--launches" in bad.stderr
+
+
+def test_the_arms_of_a_relative_claim_launch_interleaved_and_say_so(harness_cli, tmp_path) -> None:
+    """Two arms of 2 launches each run A B A B (issue 54: a timing ratio's arms minutes apart carry
+    the machine's drift between them); each record lists the order, and the claim is judged."""
+    r = harness_cli("run", "--workload", "drift", "--param", "arm=b,a", "--repeats", "1", "--out", str(tmp_path))
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert "interleaved with 1 other case(s)" in r.stdout
+    records = {rec["params"]["arm"]: rec for rec in read_jsonl(tmp_path / "results.jsonl")}
+    a, b = records["a"], records["b"]
+    assert a["status"] == b["status"] == "ok"
+    starts = sorted([(t, "a") for t in a["metric_samples"]["started"]] + [(t, "b") for t in b["metric_samples"]["started"]])
+    assert [arm for _, arm in starts] == ["a", "b", "a", "b"]   # the baseline first, then alternating
+    order = a["protocol"]["launch_order"]
+    assert order == b["protocol"]["launch_order"] and len(order) == 4
+    assert [o.endswith(f"#{k}") for o, k in zip(order, (1, 1, 2, 2))] == [True] * 4
+    assert a["sample_launches"] == b["sample_launches"] == [0, 1]
+    (claim,) = [c for c in b["claims"] if c["relative_to"]]
+    assert claim["status"] in ("pass", "fail", "inconclusive") and claim["interval"] is not None
+    alone = harness_cli("run", "--workload", "drift", "--repeats", "1", "--out", str(tmp_path / "alone"))
+    (rec,) = read_jsonl(tmp_path / "alone" / "results.jsonl")
+    assert alone.returncode in (0, 1) and rec["protocol"]["launch_order"] == [] and rec["sample_launches"] == [0, 1]

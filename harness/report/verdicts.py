@@ -24,6 +24,12 @@ def correcting(df: pd.DataFrame) -> str | None:
     return method if method and method != "none" else None
 
 
+# the corrected verdicts of the last frames, by their method and content: the headline, the summary
+# and the matrix share one computation. Kept here, not in ``df.attrs``: pandas deep-copies attrs
+# into every frame an operation returns, which cost half of a report's time.
+_CORRECTED: dict[tuple[Any, int], dict[tuple[Any, int], str]] = {}
+
+
 def corrections(df: pd.DataFrame) -> dict[tuple[Any, int], str]:
     """(row index, claim index) -> the verdict after the report's correction, one family per run
     (harness.judging.multiplicity); {} without a correction."""
@@ -32,12 +38,13 @@ def corrections(df: pd.DataFrame) -> dict[tuple[Any, int], str]:
         return {}
     key = (method, hash((tuple(df.index), tuple(df.status), tuple(df.run_id) if "run_id" in df else (),
                          tuple(df.claims))))
-    cached = df.attrs.get("_corrected")
-    if cached is not None and cached[0] == key:   # the headline, the summary and the matrix share one
-        return cached[1]
+    if key in _CORRECTED:
+        return _CORRECTED[key]
     ok = df[(df.status == "ok") & (df.control.fillna("") == "")]
     runs = ok.run_id if "run_id" in ok else [None] * len(ok)
     out = corrected_by_family(((run, (idx, j), c) for run, idx, claims in zip(runs, ok.index, ok.claims)
                                for j, c in enumerate(verdicts(claims))), method)
-    df.attrs["_corrected"] = (key, out)
+    if len(_CORRECTED) >= 4:
+        _CORRECTED.pop(next(iter(_CORRECTED)))
+    _CORRECTED[key] = out
     return out

@@ -97,6 +97,9 @@ class ProtocolInfo:
     confidence: float = DEFAULT_CONFIDENCE            # two-sided level of the claims' intervals
     until_decided: dict[str, Any] | None = None   # rounds, repeats, looks, per-look level, why it stopped
     launches: int = 1                   # worker launches asked for; > 1: intervals between launches
+    # the launches of the cases interleaved with this one, as they ran ("<case_id> #k"; [] when
+    # its launches ran back to back): harness.judging.launches
+    launch_order: list[str] = field(default_factory=list)
 
 
 @dataclass
