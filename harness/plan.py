@@ -269,14 +269,14 @@ def expand(entries: list[dict[str, Any]], registry: Registry, cli: Overrides) ->
                     cases.append(Case(
                         workload=name, size=size, params=params, backend=backend, ranks=ranks,
                         threads=threads,
-                        repeats=_positive_int(cli.repeats or entry.get("repeats", workload.default_repeats
-                                                                       or DEFAULT_REPEATS), "repeats"),
+                        repeats=_positive_int(cli.repeats or entry.get("repeats", workload.protocol_default(
+                            size, "repeats") or DEFAULT_REPEATS), "repeats"),
                         warmup=_positive_int(cli.warmup if cli.warmup is not None else entry.get(
-                            "warmup", DEFAULT_WARMUP if workload.default_warmup is None else workload.default_warmup),
-                            "warmup", 0),
+                            "warmup", DEFAULT_WARMUP if workload.protocol_default(size, "warmup") is None
+                            else workload.protocol_default(size, "warmup")), "warmup", 0),
                         timeout=float(cli.timeout or entry.get("timeout", DEFAULT_TIMEOUT_S)),
-                        launches=_positive_int(cli.launches or entry.get("launches", workload.default_launches),
-                                               "launches"),
+                        launches=_positive_int(cli.launches or entry.get("launches", workload.protocol_default(
+                            size, "launches")), "launches"),
                         swept={k: params[k] for k in keys}, until_decided=bool(entry.get("until_decided", False))))
     unused = set(cli.params) - used_cli_params
     if unused:

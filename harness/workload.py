@@ -49,6 +49,10 @@ class Workload:
     # separate worker launches per case, each running the repeats: > 1 where a claim is a timing
     # ratio whose launch-to-launch variation one launch would hide (harness.judging.launches)
     default_launches: ClassVar[int] = 1
+    # size -> {"repeats" | "launches" | "warmup": n}: a size's own defaults over the three above,
+    # e.g. psgd_svm's timing claims from 3 interleaved launches of 2 repeats at small and paper
+    # while its smoke runs (CI's) stay one launch
+    size_protocol: ClassVar[dict[str, dict[str, int]]] = {}
     claims: ClassVar[list[Claim]] = []   # the paper's checkable statements (harness.Claim), each with its control
     # Where a claimed metric's replicates come from, metric -> source (harness.judging.intervals):
     # "repeats" (the default: the measured repeats are independent replicates, as timings are, or
@@ -123,6 +127,11 @@ class Workload:
         return (f"needs the Python package{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}, not "
                 f"installed here: {how}pip install 'hpml-harness[all]' from a source checkout)")
 
+    def protocol_default(self, size: str, key: str) -> int | None:
+        """The default ``repeats``, ``launches`` or ``warmup`` of a case at ``size``: the size's
+        own (``size_protocol``), else ``default_<key>`` (None: the harness default)."""
+        return self.size_protocol.get(size, {}).get(key, getattr(self, f"default_{key}"))
+
     def resolve_params(self, size: str, overrides: dict[str, Any]) -> dict[str, Any]:
         """Defaults, then the size's values, then ``overrides``; every value validated."""
         if size not in self.sizes:
@@ -182,6 +191,14 @@ def _shape_problem(obj: Workload) -> str:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             return f"workload {name!r}: {attr} must be an integer >= {least}, not {value!r:.80}"
+    least = {"repeats": 1, "launches": 1, "warmup": 0}
+    if not isinstance(obj.size_protocol, dict) or not all(
+            size in obj.sizes and isinstance(d, dict) and all(
+                k in least and isinstance(v, int) and not isinstance(v, bool) and v >= least[k] for k, v in d.items())
+            for size, d in obj.size_protocol.items()):
+        return (f"workload {name!r}: size_protocol must map its sizes to {{'repeats' | 'launches' | 'warmup': int}} "
+                f"(repeats, launches >= 1, warmup >= 0), e.g. {{'small': {{'launches': 3}}}}, "
+                f"not {obj.size_protocol!r:.80}")
     return ""
 
 

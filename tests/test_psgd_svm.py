@@ -113,7 +113,7 @@ def test_libsvm_breast_cancer_close_to_linearsvc(harness_cli, tmp_path) -> None:
     reference = LinearSVC().fit(x[:n], y[:n]).score(x[n:], y[n:])
     r = harness_cli("run", "--workload", "psgd_svm", "--ranks", "1", "--param", f"dataset={path}",
                     "--param", "algorithm=parallel,sequential,block-sequential", "--repeats", "3",
-                    "--out", str(tmp_path / "res"))
+                    "--launches", "1", "--out", str(tmp_path / "res"))
     assert r.returncode == 0, r.stdout + r.stderr
     records = read_jsonl(tmp_path / "res" / "results.jsonl")
     acc = {rec["params"]["algorithm"]: rec["metrics"]["accuracy"] for rec in records}
@@ -145,8 +145,8 @@ def test_real_libsvm_files_reach_linearsvc_never_diverge_and_the_stop_rule_fires
     out = tmp_path / "res"
     for name, ranks in (("bc", "1,2"), ("wine01", "2")):    # wine at 2 ranks only: CI time
         r = harness_cli("run", "--workload", "psgd_svm", "--param", f"dataset={tmp_path / name}.libsvm",
-                        "--param", "msf=1,100000", "--ranks", ranks, "--repeats", "1", "--warmup", "0",
-                        "--out", str(out))
+                        "--param", "msf=1,100000", "--ranks", ranks, "--repeats", "1", "--launches", "1",
+                        "--warmup", "0", "--out", str(out))
         assert r.returncode == 0, r.stdout + r.stderr
     records = read_jsonl(out / "results.jsonl")
     assert len(records) == 6

@@ -22,7 +22,7 @@ from harness.hardware.identity import display, profile_relation
 from harness.execute import Session, prepare_launch, skip_reason
 from harness.launch.launcher import Launcher
 from harness.output.outdir import claim_work_dir, lock_out, prepare_out, remove_stale_work
-from harness.plan import Case
+from harness.plan import Case, interleaving_groups
 from harness.registry import Registry
 from harness.request import RunRequest
 from harness.report.closing import closing_table
@@ -154,13 +154,17 @@ def _dry_run(cases: list[Case], reg: Registry, launcher: Launcher, oversubscribe
     """What would run, and how (the same :func:`prepare_launch` as the real run): nothing is
     launched or written."""
     console.print(f"dry run: {len(cases)} case(s); nothing is run or written")
+    groups = interleaving_groups(cases, reg)
     for i, case in enumerate(cases, 1):
         why = skip_reason(case, reg, launcher, oversubscribe)
         if why:
             console.print(f"[{i}] {escape(case.label)}  [yellow]skipped[/]: {escape(why)}", soft_wrap=True)
             continue
         launch = prepare_launch(case, reg, launcher, "SPEC.json")
-        console.print(f"[{i}] {escape(case.label)}  repeats {case.repeats}+{case.warmup} warmup, "
+        launches = "" if case.launches == 1 else f" in each of {case.launches} launches" + (
+            f", interleaved with {', '.join(c.label for c in groups[case.case_id] if c is not case)}"
+            if case.case_id in groups else "")
+        console.print(f"[{i}] {escape(case.label)}  repeats {case.repeats}+{case.warmup} warmup{escape(launches)}, "
                       f"timeout {case.timeout:g} s", soft_wrap=True)
         console.print("    " + escape(launch.shell_text()), soft_wrap=True, highlight=False)
     return 0

@@ -82,6 +82,10 @@ class PsgdSvm(Workload):
     }
     default_size = "small"
     default_ranks = 2
+    # The speed-up and comm-reduction claims are timing ratios of the msf case and msf=1's: at the
+    # sizes a verdict is made, 3 launches of 2 repeats per case, the two cases' launches interleaved
+    # (harness.judging.launches), so a VM's drift over their minutes falls on both; smoke (CI) one.
+    size_protocol = {"small": {"repeats": 2, "launches": 3}, "paper": {"repeats": 2, "launches": 3}}
     throughput = ("samples_per_s", "samples/s")
     work_counts = {"compute": ("fp64", "the Pegasos kernel's own count per sample and epoch (train.compute_work): "
                                        "an upper bound, every margin counted as violated")}

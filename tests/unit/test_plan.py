@@ -53,3 +53,39 @@ def test_a_suite_file_is_checked_with_the_file_named(tmp_path) -> None:
         path.write_text(text)
         with pytest.raises(UsageError, match=f"suite {path}: .*({message})"):
             read_suite(path)
+
+
+def test_a_sizes_protocol_sets_launches_and_joined_arms_are_interleaved() -> None:
+    """psgd_svm's timing claims at small come from 3 launches of 2 repeats, its msf case's launches
+    interleaved with msf=1's; smoke (CI) keeps one launch; the command line still wins."""
+    from harness.plan import interleaving_groups
+
+    small = expand([{"workload": "psgd_svm"}], REG, Overrides(params=parse_param_options(["msf=64,1"])))
+    assert [(c.repeats, c.launches) for c in small] == [(2, 3), (2, 3)]
+    groups = interleaving_groups(small, REG)
+    assert [c.params["msf"] for c in groups[small[1].case_id]] == [1, 64]
+    smoke = expand([{"workload": "psgd_svm"}], REG, Overrides(size="smoke", params=parse_param_options(["msf=64,1"])))
+    assert [c.launches for c in smoke] == [1, 1] and interleaving_groups(smoke, REG) == {}
+    (one,) = expand([{"workload": "psgd_svm"}], REG, Overrides(launches=1, repeats=4))
+    assert (one.repeats, one.launches) == (4, 1)
+
+
+def test_a_size_protocol_naming_no_size_or_key_breaks_only_its_workload() -> None:
+    from harness import Workload
+    from harness.workload import checked_workload
+
+    class Odd(Workload):
+        name = "odd"
+        size_protocol = {"huge": {"launches": 3}}
+
+        def run(self, ctx):
+            return {}
+
+    workload, why = checked_workload(Odd)
+    assert workload is None and "size_protocol" in why
+    Odd.size_protocol = {"small": {"launches": 0}}
+    assert "size_protocol" in checked_workload(Odd)[1]
+    Odd.size_protocol = {"small": {"launches": 2, "repeats": 3}}
+    workload, why = checked_workload(Odd)
+    assert why == "" and workload.protocol_default("small", "launches") == 2
+    assert workload.protocol_default("smoke", "launches") == 1 and workload.protocol_default("smoke", "repeats") is None
