@@ -132,8 +132,13 @@ def test_sweep_evaluates_the_claims_and_two_ranks_agree(harness_cli, tmp_path) -
         assert_work_counted(rec, "forward_backward")
     by = {key(rec): rec for rec in records}
     acc = {k: rec["metrics"]["test_accuracy"] for k, rec in by.items()}
-    large, plain, smooth = (by[("sgd", 200, "none")]["claims"][0], by[("kfac", 200, "none")]["claims"][1],
-                            by[("kfac", 200, "smoothout")]["claims"][2])
+    def judged(rec: dict, relative_to: dict) -> dict:   # the claim of that baseline the case was judged on
+        (claim,) = [c for c in rec["claims"] if c["relative_to"] == relative_to and c["status"] != "not_applicable"]
+        return claim
+
+    large = judged(by[("sgd", 200, "none")], {"batch": 32})
+    plain = judged(by[("kfac", 200, "none")], {"optimizer": "sgd", "fisher": "empirical"})
+    smooth = judged(by[("kfac", 200, "smoothout")], {"smoothing": "none"})
     assert large["measured"] == pytest.approx(acc[("sgd", 200, "none")] - acc[("sgd", 32, "none")])
     assert plain["measured"] == pytest.approx(acc[("kfac", 200, "none")] - acc[("sgd", 200, "none")])
     assert smooth["measured"] == pytest.approx(acc[("kfac", 200, "smoothout")] - acc[("kfac", 200, "none")])

@@ -273,7 +273,7 @@ def _held_at_quality(verdict: ClaimVerdict) -> ClaimVerdict:
         verdict.status, verdict.reason = "inconclusive", verdict.not_at_quality
     guard = verdict.quality_guard
     if guard and guard.get("held") is False and verdict.status == "pass":
-        verdict.status, verdict.reason = "inconclusive", f"faster at lower quality: {guard['why']}"
+        verdict.status, verdict.reason = "inconclusive", f"at lower quality than its baseline: {guard['why']}"
     return verdict
 
 

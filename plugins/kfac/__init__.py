@@ -21,7 +21,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from harness import Claim, Control, Param, Premise, Workload, hookimpl
+from harness import Claim, Control, Param, Premise, QualityGuard, Workload, hookimpl
 
 PAPER = ("Naganuma, Yokota. A Performance Improvement Approach for Second-Order Optimization in "
          "Large Mini-batch Training. HPML 2019")
@@ -65,6 +65,9 @@ class Kfac(Workload):
                              "batch takes fewer, larger steps); steps: `updates` steps each (ablation)"),
         "updates": Param(int, default=600, minimum=1, help="budget=steps: optimizer steps per training"),
         "epochs": Param(int, default=10, minimum=1, help="budget=epochs: passes over the training rows"),
+        "epochs_factor": Param(float, default=1.0, minimum=0.05, maximum=100.0, added_later=True,
+                               help="budget=epochs: train epochs x this (3: the large batch trained to the small "
+                                    "batch's training loss, for the generalisation claim at equal loss)"),
         "warmup_epochs": Param(float, default=1.0, minimum=0.0, help="linear learning-rate warm-up"),
         "lr_scaling": Param(str, default="linear", choices=("linear", "none"),
                             help="linear: the rate is lr x batch / 32 (Goyal et al. 2017)"),
@@ -116,7 +119,8 @@ class Kfac(Workload):
     claims = [
         Claim("test_accuracy", "<=", -0.005, paper_value="large mini-batches generalise worse",
               relative_to={"batch": 32}, transform="difference",
-              when={"optimizer": ("==", "sgd"), "smoothing": ("==", "none"), "batch": (">=", 128)},
+              when={"optimizer": ("==", "sgd"), "smoothing": ("==", "none"), "batch": (">=", 128),
+                    "epochs_factor": ("==", 1.0)},
               description="test accuracy of SGD at a large batch minus at batch 32, same epochs",
               source="abstract: large mini-batch training loses generalisation; half a point is this "
                      "harness's threshold (docs/workloads/kfac.md)",
@@ -125,6 +129,22 @@ class Kfac(Workload):
                               "same updates on both sides): the fewer updates of equal epochs removed, the gap "
                               "must go", baseline={"optimizer": "sgd", "batch": 32, "budget": "steps"},
                               kind="ablation")),
+        # The paper's claim above is at equal epochs, where the large batch also trains less (its
+        # training loss higher): this one asks whether it generalises worse once trained as far
+        Claim("test_accuracy", "<=", -0.005, paper_value="large mini-batches generalise worse (at equal training loss)",
+              relative_to={"batch": 32, "epochs_factor": 1.0}, transform="difference",
+              when={"optimizer": ("==", "sgd"), "smoothing": ("==", "none"), "batch": (">=", 128),
+                    "epochs_factor": (">", 1.0)},
+              description="test accuracy of SGD at a large batch trained for more epochs, to a training loss no "
+                          "more than 0.05 above batch 32's at the paper's epochs, minus batch 32's",
+              source="abstract: large mini-batch training loses generalisation, read as a statement about "
+                     "generalisation rather than training; half a point is this harness's threshold "
+                     "(docs/workloads/kfac.md)",
+              guard=QualityGuard("train_loss", 0.05, higher_is_better=False),
+              control=Control({"optimizer": "sgd", "batch": 32},
+                              "the arms swapped: batch 32 against the large batch trained to its loss, a "
+                              "difference above zero", baseline={"optimizer": "sgd", "batch": 1000,
+                                                                 "epochs_factor": 3.0})),
         KFAC_LOSES,
         Claim("test_accuracy", ">=", 0.005, paper_value="smoothing recovers the generalisation K-FAC lost",
               relative_to={"smoothing": "none"}, transform="difference",
@@ -186,7 +206,8 @@ class Kfac(Workload):
         log = training_log(ctx, self.name, name, {
             "global_batch_size": p["batch"], "opt_name": p["optimizer"], "opt_base_learning_rate": lr,
             "opt_weight_decay": p["weight_decay"], "opt_learning_rate_warmup_epochs": p["warmup_epochs"],
-            "lr_scaling": p["lr_scaling"], "epochs": p["epochs"] if p["budget"] == "epochs" else None,
+            "lr_scaling": p["lr_scaling"], "epochs": (p["epochs"] if p["epochs_factor"] == 1.0 else p["epochs"] * p["epochs_factor"])
+            if p["budget"] == "epochs" else None,
             "max_steps": steps, "smoothing": p["smoothing"], "smooth_a": a, "kfac_damping": p["damping"],
             "quality_target": p["quality_target"]},
             train_samples=len(x), eval_samples=len(split["val"][1]), seed=seed)

@@ -76,7 +76,10 @@ def step_count(cfg: dict[str, Any], n: int) -> int:
     same number, the ablation where a large batch trains for many more epochs)."""
     if cfg["budget"] == "steps":
         return cfg["updates"]
-    return max(1, -(-cfg["epochs"] * n // min(cfg["batch"], n)))
+    factor = cfg.get("epochs_factor", 1.0)
+    if factor == 1.0:
+        return max(1, -(-cfg["epochs"] * n // min(cfg["batch"], n)))
+    return max(1, math.ceil(cfg["epochs"] * factor * n / min(cfg["batch"], n)))
 
 
 def learning_rate(cfg: dict[str, Any], base_lr: float, step: int, steps: int, n: int) -> float:
