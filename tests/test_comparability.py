@@ -71,6 +71,20 @@ def test_a_changed_threshold_judges_the_stored_replicates_again() -> None:
     assert elsewhere.status == "not_applicable"
 
 
+def test_a_condition_on_a_param_added_later_keeps_the_earlier_verdicts() -> None:
+    """A claim narrowed to an ablation switch's default (kfac's first claim gained
+    ``epochs_factor == 1``) is the same claim on records made before the switch existed, and a
+    claim about the switched-on case does not apply to them (they ran at its default)."""
+    later = {"epochs_factor": 1.0}
+    narrowed = Claim("speed", ">=", 1.2, when={"epochs_factor": ("==", 1.0)})
+    (kept,) = judged_now([_verdict(1.2)], [narrowed], {}, later)
+    assert kept.status == "pass"
+    (orphaned,) = judged_now([_verdict(1.2)], [narrowed], {})      # without the defaults: a new claim
+    assert orphaned.status == "not_evaluated"
+    (switched,) = judged_now([_verdict(1.2)], [Claim("speed", ">=", 1.2, when={"epochs_factor": (">", 1.0)})], {}, later)
+    assert switched.status == "not_applicable"
+
+
 def test_the_measured_clock_is_a_plausible_core_clock_and_the_peak_uses_it() -> None:
     clock = measure_clock(1)
     assert 0.3 < clock["ghz"] < 7.0, clock                 # a real core clock, not a multiple of one

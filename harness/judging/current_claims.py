@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.judging.claims import Claim, ClaimVerdict
 from harness.judging.intervals import DEFAULT_CONFIDENCE
-from harness.judging.verdicts import rejudge
+from harness.judging.verdicts import COMPARISONS, rejudge
 
 if TYPE_CHECKING:
     from harness.results.record import Record
@@ -25,10 +25,14 @@ DECIDED = ("pass", "fail", "inconclusive")
 
 
 def identity(metric: str, transform: str | None, relative_to: dict[str, Any] | None,
-             when: dict[str, Any] | None) -> str:
+             when: dict[str, Any] | None, later_defaults: Mapping[str, Any] | None = None) -> str:
     """What makes a verdict the verdict of a claim: its figure and the cases it speaks about (a
-    threshold, a comparison, a description may change and it is still the same claim)."""
-    when_json = {k: list(v) for k, v in (when or {}).items()}
+    threshold, a comparison, a description may change and it is still the same claim). A
+    condition on a param added later that its default meets (``epochs_factor == 1``) narrows
+    nothing the earlier records ran, so it is no part of the identity."""
+    later = later_defaults or {}
+    when_json = {k: list(v) for k, v in (when or {}).items()
+                 if not (k in later and COMPARISONS[v[0]](later[k], v[1]))}
     return json.dumps([metric, transform, relative_to or None, when_json or None], sort_keys=True, default=str)
 
 
@@ -38,12 +42,15 @@ def _same_rule(v: ClaimVerdict, c: Claim) -> bool:
             and (list(v.bounds) if v.bounds else None) == (list(c.bounds) if c.bounds else None))
 
 
-def judged_now(stored: list[ClaimVerdict], claims: list[Claim], params: dict[str, Any]) -> list[ClaimVerdict]:
+def judged_now(stored: list[ClaimVerdict], claims: list[Claim], params: dict[str, Any],
+               later_defaults: Mapping[str, Any] | None = None) -> list[ClaimVerdict]:
     """The current ``claims`` on a record whose own verdicts are ``stored`` (``params``: the
-    record's params with ranks, threads and size, for the claims' ``when``)."""
+    record's params with ranks, threads and size, for the claims' ``when``; ``later_defaults``:
+    the defaults of the workload's params added later, which a record made before them ran at)."""
+    params = {**(later_defaults or {}), **params}
     by_identity: dict[str, ClaimVerdict] = {}
     for v in stored:
-        by_identity.setdefault(identity(v.metric, v.transform, v.relative_to, v.when), v)
+        by_identity.setdefault(identity(v.metric, v.transform, v.relative_to, v.when, later_defaults), v)
     out = []
     for claim in claims:
         fresh = claim._verdict("not_evaluated", "")
@@ -51,7 +58,7 @@ def judged_now(stored: list[ClaimVerdict], claims: list[Claim], params: dict[str
         if why:
             out.append(dataclasses.replace(fresh, status="not_applicable", reason=why))
             continue
-        old = by_identity.get(identity(claim.metric, claim.transform, claim.relative_to, claim.when))
+        old = by_identity.get(identity(claim.metric, claim.transform, claim.relative_to, claim.when, later_defaults))
         if old is None:
             out.append(dataclasses.replace(fresh, reason=(
                 f"not evaluable on this record (needs {claim.metric!r} judged as this claim: the claim is newer "
@@ -75,7 +82,7 @@ def judged_now(stored: list[ClaimVerdict], claims: list[Claim], params: dict[str
     return out
 
 
-def current_verdicts(record: Record, claims_now: Mapping[str, tuple[str, list[Any]]] | None) -> list[Any]:
+def current_verdicts(record: Record, claims_now: Mapping[str, tuple[Any, ...]] | None) -> list[Any]:
     """The record's verdicts under the claims its workload declares now ({workload: (its current
     work version, claims)}; harness.judging.current_claims), for an ok measurement of the current
     protocol version; else the record's own."""
@@ -83,4 +90,4 @@ def current_verdicts(record: Record, claims_now: Mapping[str, tuple[str, list[An
     if current is None or record.control is not None or not record.ok or current[0] != record.work_version:
         return record.claims
     params = {**record.params, "ranks": record.launch.ranks, "threads": record.launch.threads, "size": record.size}
-    return judged_now(record.claims, current[1], params)
+    return judged_now(record.claims, current[1], params, current[2] if len(current) > 2 else None)
