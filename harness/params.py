@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,3 +136,9 @@ def split_list(text: str) -> list[str]:
     """Items of a list-valued string param, separated by commas, colons or spaces."""
     import re
     return [v for v in re.split(r"[,:\s]+", text) if v]
+
+
+def added_later_defaults(params: Mapping[str, Param]) -> dict[str, Any]:
+    """{name: default} of the params declared ``added_later``: the values a record made before
+    they existed ran at (the work digest leaves them out there; current claims read them in)."""
+    return {name: p.default for name, p in params.items() if p.added_later}

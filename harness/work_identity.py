@@ -329,9 +329,10 @@ def work_of(workload: Any, params: dict[str, Any]) -> dict[str, Any]:
     if exc is not None or not isinstance(facts, dict):
         facts = {"describe_work_error": describe(exc) if exc is not None else f"returned {type(facts).__name__}"}
     facts = json.loads(json.dumps(facts, default=str))
-    declared = getattr(workload, "params", {}) or {}
+    from harness.params import added_later_defaults
+
     # a param added later, at the default that does the earlier work, names no new work
-    digested = {k: v for k, v in params.items()
-                if not (getattr(declared.get(k), "added_later", False) and v == declared[k].default)}
+    later = added_later_defaults(getattr(workload, "params", {}) or {})
+    digested = {k: v for k, v in params.items() if not (k in later and v == later[k])}
     return {"digest": work_digest(digested, facts), "facts": facts}
 

@@ -147,9 +147,9 @@ def current_claims() -> dict[str, tuple[str, list[Any], dict[str, Any]]]:
     """{workload: (the work version its code makes now, its claims, the defaults of its params
     added later)} of every registered workload: what harness.judging.current_claims applies to
     the records of that version (a record made before a param existed ran at its default)."""
+    from harness.params import added_later_defaults
     from harness.work_identity import current_work_version
 
     reg = registry()
-    return {name: (current_work_version(w), list(w.claims),
-                   {k: p.default for k, p in w.params.items() if getattr(p, "added_later", False)})
+    return {name: (current_work_version(w), list(w.claims), added_later_defaults(w.params))
             for name, w in ((n, reg.workload(n)) for n in sorted(reg.workloads))}
